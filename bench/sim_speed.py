@@ -1,0 +1,52 @@
+"""Simulator speed: simulated calls and SimPy events per wall-clock second on one core.
+
+(a) the Fig 11 chain summary (article 0, chunk 1024, output 50) on one vLLM engine;
+(b) 100,000 ShareGPT-like chat requests, Poisson at 100 req/s, on 64 vLLM engines.
+
+    python bench/sim_speed.py [--requests 100000] [--engines 64] [--rate 100]
+
+Prints one line per case: calls, events, simulated seconds, wall seconds, calls/s, events/s.
+The wall time covers the simulation only (apps are generated before the clock starts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from sim.config import RunConfig
+from sim.simulation import build_apps, simulate
+
+
+def measure(name: str, raw: dict) -> dict:
+    cfg = RunConfig.model_validate(raw)
+    apps = build_apps(cfg)
+    start = time.perf_counter()
+    result = simulate(cfg, apps=apps)
+    wall = time.perf_counter() - start
+    calls = int(result.summary["calls"])
+    row = {"case": name, "calls": calls, "events": result.events,
+           "sim_s": result.summary["makespan"], "wall_s": wall,
+           "calls_per_s": calls / wall, "events_per_s": result.events / wall}
+    print(f"{name:28s} calls={calls:7d} events={result.events:8d} sim={row['sim_s']:9.1f}s "
+          f"wall={wall:7.2f}s  {row['calls_per_s']:9.0f} calls/s  "
+          f"{row['events_per_s']:9.0f} events/s", flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--engines", type=int, default=64)
+    ap.add_argument("--rate", type=float, default=100.0)
+    args = ap.parse_args()
+    measure("fig11_chain_1_engine", {
+        "workload": {"kind": "chain_summary", "docs": [0], "chunk_size": 1024, "output_len": 50},
+        "cluster": {"engine": {"policy": "vllm", "capacity_tokens": 4096}}})
+    measure(f"chat_{args.requests}_on_{args.engines}", {
+        "workload": {"kind": "sharegpt", "num_requests": args.requests, "rate": args.rate},
+        "cluster": {"engines": args.engines, "engine": {"policy": "vllm"}}})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""GPU calibration: measurement grids, fitting, validation, projection; shipped profiles."""

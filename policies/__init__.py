@@ -1,0 +1,1 @@
+"""Pluggable decisions: cluster schedulers and engine batching policies (pure, no SimPy)."""

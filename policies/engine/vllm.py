@@ -1,0 +1,130 @@
+"""vLLM 0.1.4's scheduler, as the paper's baseline ran it (FastChat ``vllm_worker``).
+
+* FCFS; an iteration either fills prompts or decodes, never both (prefill-prioritized): while the
+  head of the waiting queue fits (``can_allocate`` with a 1 % watermark, the
+  ``max_num_batched_tokens`` budget, ``max_num_seqs``), it is admitted; if any prompt was admitted
+  the iteration runs those prompts only, and emits each one's first token.
+* Otherwise every running sequence decodes one token; a sequence that finds no free block
+  preempts the newest running sequence (recompute: its blocks are freed and it goes back to the
+  head of the waiting queue to refill prompt plus generated tokens).
+* ``capacity_tokens`` is the paper's ``VLLM_CAPACITY`` hack: the whole KV cache is capped at that
+  many tokens and prompts longer than ``capacity - max_tokens - 100`` are truncated.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from policies.engine.base import (
+    EnginePolicy,
+    EnginePolicyConfig,
+    EngineState,
+    register_engine_policy,
+    steps_within_blocks,
+)
+from sim.sequence import Batch, Sequence
+
+
+@register_engine_policy
+class VllmConfig(EnginePolicyConfig):
+    """Knobs of the vLLM 0.1.4 engine (defaults: the paper's FastChat launch flags)."""
+
+    policy: Literal["vllm"] = "vllm"
+    capacity_tokens: int | None = Field(default=None, gt=0)
+    max_num_batched_tokens: int = Field(default=8000, gt=0)
+    max_num_seqs: int = Field(default=256, gt=0)
+    watermark: float = Field(default=0.01, ge=0, lt=1)
+
+    def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
+        cap = capacity_tokens if self.capacity_tokens is None else self.capacity_tokens
+        return max(1, cap // block_size)
+
+    def make(self) -> VllmPolicy:
+        return VllmPolicy(self)
+
+
+class VllmPolicy(EnginePolicy):
+    """The decision logic of vLLM 0.1.4's ``Scheduler._schedule`` (see module docstring)."""
+
+    prefill_emits_token = True
+
+    def __init__(self, cfg: VllmConfig) -> None:
+        self.cfg = cfg
+        self._unsorted = False  # a re-admitted preempted sequence broke the FCFS order
+
+    def accept(self, seq: Sequence) -> None:
+        if self.cfg.capacity_tokens is not None:
+            limit = self.cfg.capacity_tokens - seq.output_len - 100
+            if seq.prompt_len > limit > 0:
+                seq.prompt_len = seq.fill_target = limit
+
+    def schedule(self, state: EngineState) -> Batch:
+        kv, cfg = state.kv, self.cfg
+        watermark = int(cfg.watermark * kv.num_blocks)
+        prefills: list[tuple[Sequence, int]] = []
+        batched = 0
+        while state.waiting:
+            seq = state.waiting[0]
+            n = seq.fill_target
+            if kv.free_blocks - kv.blocks_for(n) < watermark:
+                break
+            if batched + n > cfg.max_num_batched_tokens:
+                break
+            if len(state.running) + 1 > cfg.max_num_seqs:
+                break
+            state.waiting.popleft()
+            seq.ctx = kv.create()
+            kv.grow(seq.ctx, n)
+            if state.running and _fcfs(seq) < _fcfs(state.running[-1]):
+                self._unsorted = True
+            state.running.append(seq)
+            prefills.append((seq, n))
+            batched += n
+        if prefills:
+            return Batch(prefills=prefills)
+        return Batch(decodes=self._decode(state))
+
+    def _decode(self, state: EngineState) -> list[Sequence]:
+        kv = state.kv
+        if self._unsorted:
+            state.running.sort(key=_fcfs)
+            self._unsorted = False
+        if kv.free_blocks >= len(state.running):  # no sequence can be short of a block
+            kv.grow_each([s.ctx for s in state.running], 1)
+            return list(state.running)
+        queue = list(state.running)
+        running: list[Sequence] = []
+        while queue:
+            seq = queue.pop(0)
+            while kv.free_blocks < 1:
+                victim = queue.pop() if queue else seq
+                self._preempt(state, victim)
+                if victim is seq:
+                    break
+            else:
+                kv.grow(seq.ctx, 1)
+                running.append(seq)
+        state.running = running
+        return list(running)
+
+    @staticmethod
+    def _preempt(state: EngineState, seq: Sequence) -> None:
+        state.kv.release(seq.ctx)
+        seq.ctx = None
+        seq.filled = seq.cached_len
+        seq.fill_target = seq.prompt_len + seq.generated
+        seq.preemptions += 1
+        state.waiting.appendleft(seq)
+
+    def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
+        if batch.prefills or not batch.decodes:
+            return 1
+        horizon = min(s.remaining for s in batch.decodes)
+        return steps_within_blocks([s.ctx.tokens for s in batch.decodes], state.kv.free_blocks,
+                                   state.kv.block_size, horizon)
+
+
+def _fcfs(seq: Sequence) -> tuple:
+    return (seq.arrived, seq.uid)

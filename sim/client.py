@@ -1,0 +1,109 @@
+"""Client-side orchestration, as LangChain drove the baselines.
+
+A call is sent as soon as every input it references has reached the client: calls without
+dependencies go out when the app arrives (a map fan-out is sent concurrently), a dependent call
+waits until its producers' outputs came back. Every call pays one round trip, half on the way in
+and half on the way out. The app ends when all of its final outputs are back at the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import simpy
+from pydantic import Field
+
+from policies.cluster.base import CallInfo
+from sim.network import Network
+from sim.request import CallRequest
+from sim.sequence import Sequence
+from workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
+from workloads.registry import StrictConfig
+
+
+class LangChainClientConfig(StrictConfig):
+    """``chat_template_tokens`` are added to every prompt (FastChat's Vicuna template)."""
+
+    kind: Literal["langchain"] = "langchain"
+    chat_template_tokens: int = Field(default=0, ge=0)
+
+
+class AppRun:
+    """Progress of one app at its client."""
+
+    __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent")
+
+    def __init__(self, app: App, seq: int) -> None:
+        self.app = app
+        self.seq = seq
+        self.lengths = var_lengths(app)
+        self.missing: dict[str, int] = {}
+        self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
+        for c in app.calls:
+            deps = call_dependencies(app, c)
+            self.missing[c.name] = len(deps)
+            for d in deps:
+                self.consumers.setdefault(d, []).append(c)
+        self.outputs_left = set(app.outputs)
+        self.end = -1.0
+        self.sent = 0
+
+
+class LangChainClient:
+    """Drives apps call by call from the client side (see module docstring)."""
+
+    def __init__(self, env: simpy.Environment, cfg: LangChainClientConfig, network: Network,
+                 submit: Callable[[CallInfo], None], on_app_done: Callable[[AppRun], None],
+                 next_uid: Callable[[], int]) -> None:
+        self.env = env
+        self.cfg = cfg
+        self.network = network
+        self.submit = submit
+        self.on_app_done = on_app_done
+        self.next_uid = next_uid
+        self.requests: list[CallRequest] = []
+        self.apps = 0
+
+    def start(self, app: App) -> None:
+        """Schedule ``app`` to begin at its arrival time."""
+        delay = max(0.0, app.arrival - self.env.now)
+        run = AppRun(app, self.apps)
+        self.apps += 1
+        self.env.timeout(delay).callbacks.append(lambda _e: self._begin(run))
+
+    def _begin(self, run: AppRun) -> None:
+        for call in run.app.calls:
+            if run.missing[call.name] == 0:
+                self._send(run, call)
+
+    def _send(self, run: AppRun, call: Call) -> None:
+        app = run.app
+        prompt = prompt_tokens(app, call, run.lengths) + self.cfg.chat_template_tokens
+        uid = self.next_uid()
+        req = CallRequest(uid, app.app_id, app.kind, call.name, prompt, call.output_tokens,
+                          context=(run, call))
+        info = CallInfo(uid, app.app_id, run.seq, call.name, prompt, call.output_tokens,
+                        max_requests=call.hints.max_requests_per_engine, payload=req)
+        req.rtt = self.network.rtt()
+        req.sent = self.env.now
+        run.sent += 1
+        self.requests.append(req)
+        self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self.submit(info))
+
+    def on_done(self, info: CallInfo, seq: Sequence) -> None:
+        """The engine finished the call: its output travels back to the client."""
+        req = info.payload
+        self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._receive(req))
+
+    def _receive(self, req: CallRequest) -> None:
+        req.returned = self.env.now
+        run, call = req.context
+        for consumer in run.consumers.get(call.name, ()):
+            run.missing[consumer.name] -= 1
+            if run.missing[consumer.name] == 0:
+                self._send(run, consumer)
+        run.outputs_left.discard(call.output)
+        if not run.outputs_left and run.end < 0:
+            run.end = self.env.now
+            self.on_app_done(run)

@@ -1,0 +1,57 @@
+"""The typed config of one simulation run.
+
+A :class:`RunConfig` names a workload (tagged by ``kind``), a cluster (number of engines, cost
+profile, engine batching policy tagged by ``policy``, decode kernel, cluster scheduler tagged by
+``policy``), the client and the network. Each pluggable part's config class is registered next
+to its code; the unions below are built from those registries, so a new policy or workload is
+available in YAML as soon as its module is imported by its package's catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field
+
+from policies.cluster import CLUSTER_POLICIES
+from policies.cluster.least_queue import LeastQueueConfig
+from policies.engine import ENGINE_POLICIES
+from policies.engine.vllm import VllmConfig
+from sim.client import LangChainClientConfig
+from sim.network import NetworkConfig
+from workloads.catalog import WORKLOADS
+from workloads.registry import StrictConfig
+
+
+def _union(registry: dict, tag: str):
+    members = tuple(registry.values())
+    if len(members) == 1:
+        return members[0]
+    return Annotated[Union[members], Field(discriminator=tag)]  # noqa: UP007
+
+
+WorkloadSpec = _union(WORKLOADS, "kind")
+EnginePolicySpec = _union(ENGINE_POLICIES, "policy")
+ClusterPolicySpec = _union(CLUSTER_POLICIES, "policy")
+
+
+class ClusterConfig(StrictConfig):
+    """The serving cluster: ``engines`` identical engines, one per GPU."""
+
+    engines: int = Field(default=1, ge=1)
+    profile: str = "a100-80gb_llama-13b"
+    engine: EnginePolicySpec = VllmConfig()  # type: ignore[valid-type]
+    kernel: Literal["paged", "shared_prefix"] = "paged"
+    scheduler: ClusterPolicySpec = LeastQueueConfig()  # type: ignore[valid-type]
+    block_size: int = Field(default=16, gt=0)
+    fast_forward: bool = True
+
+
+class RunConfig(StrictConfig):
+    """Everything one run needs; equal configs (and seeds) give identical results."""
+
+    seed: int = Field(default=0, ge=0)
+    workload: WorkloadSpec  # type: ignore[valid-type]
+    cluster: ClusterConfig = ClusterConfig()
+    client: LangChainClientConfig = LangChainClientConfig()
+    network: NetworkConfig = NetworkConfig()

@@ -1,0 +1,207 @@
+"""Iteration time of an engine from a cost profile.
+
+``iteration_time`` composes the profile's curves for one iteration (continuous batching runs
+prompt chunks and decode tokens together):
+
+    t = runtime.overhead + runtime.scale * (overhead + linear(tokens)
+          + prefill_attention(sum new*(ctx + (new+1)/2))
+          + decode_paged(KV tokens read by the paged kernel) + per_seq * decodes
+          + sum over shared-prefix groups of shared_prefix(prefix, group size))
+
+(an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead).
+
+With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
+by the shared kernel; with the paged kernel every sequence reads its whole context.
+Curves are interpolated linearly between measured points and extended linearly past the ends;
+every evaluation past the measured range is counted in :attr:`CostModel.extrapolated`, which
+runs report, so extrapolation is never silent.
+
+``decode_stretch`` describes ``k`` consecutive decode-only iterations (each step every sequence
+reads one more token) whose total length has a closed form, so the engine can fast-forward
+through them in one event; a stretch of one step is exactly one stepped iteration.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+import numpy as np
+
+from sim.profile import Curve, Grid2D, Profile
+from sim.sequence import Batch
+
+SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
+
+
+class CostModel:
+    """Per-iteration time (seconds) of one engine running ``runtime`` with ``profile``."""
+
+    def __init__(self, profile: Profile, runtime: str = "vllm") -> None:
+        c = profile.curves
+        rt = profile.runtime(runtime)
+        self.profile = profile
+        self.scale = rt.scale
+        self.fixed = rt.overhead_s
+        self.prefill_scale = rt.prefill_scale
+        self.prefill_fixed = rt.prefill_overhead_s
+        self.overhead = c.iteration_overhead_s
+        self.per_seq = c.decode_per_seq_s
+        self._linear = _Interp(c.linear)
+        self._paged = _Interp(c.decode_paged)
+        self._prefill = _Interp(c.prefill_attention)
+        self._shared = c.shared_prefix
+        self.extrapolated = 0
+
+    def _count(self, interp: _Interp, x: float) -> None:
+        if x < interp.lo or x > interp.hi:
+            self.extrapolated += 1
+
+    def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
+        """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
+        total = 0.0
+        for prefix, n in groups:
+            total += _bilinear(self._shared, prefix, n)
+        return total
+
+    def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
+                       shared_tokens: int = 0) -> float:
+        """Seconds for one iteration of ``batch``.
+
+        ``shared`` lists the shared-prefix groups among the decodes and ``shared_tokens`` the
+        prefix tokens they cover (read once per group instead of once per sequence).
+        """
+        kv = sum(s.kv_tokens for s in batch.decodes) - shared_tokens
+        if not batch.prefills:
+            return self.decode_stretch(len(batch.decodes), kv, 0, shared or []).duration(1)
+        tokens = batch.num_tokens
+        work = 0.0
+        for seq, n in batch.prefills:
+            work += n * (seq.kv_tokens - n + (n + 1) / 2)
+        self._count(self._linear, tokens)
+        self._count(self._prefill, work)
+        t = self.overhead + self._linear.scalar(tokens) + self._prefill.scalar(work)
+        if batch.decodes:
+            self._count(self._paged, kv)
+            t += self._paged.scalar(kv) + self.per_seq * len(batch.decodes)
+            if shared:
+                t += self.shared_prefix_time(shared)
+        return self.prefill_fixed + self.prefill_scale * t
+
+    def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
+                       shared: list[SharedGroup]) -> DecodeStretch:
+        """Consecutive decode-only iterations of ``n_seqs`` sequences: step ``j`` reads
+        ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
+        prefixes once each."""
+        self._count(self._linear, n_seqs)
+        self._count(self._paged, kv_tokens)
+        base = (self.overhead + self._linear.scalar(n_seqs) + self.per_seq * n_seqs
+                + (self.shared_prefix_time(shared) if shared else 0.0))
+        return DecodeStretch(self, base, kv_tokens, kv_growth)
+
+    def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
+                     shared: list[SharedGroup], steps: int) -> np.ndarray:
+        """Durations (s) of ``steps`` decode-only iterations, one by one (for tests, plots)."""
+        stretch = self.decode_stretch(n_seqs, kv_tokens, kv_growth, shared)
+        return np.array([stretch.step(j) for j in range(steps)])
+
+
+class DecodeStretch:
+    """Durations of consecutive decode-only iterations whose KV reads grow linearly.
+
+    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))``. The paged curve is
+    piecewise linear, so the durations form an arithmetic series on each segment and the length
+    of ``k`` steps has a closed form: a stretch of thousands of iterations costs a few float
+    operations. It equals the sum of the single steps up to float rounding (< 1 ns).
+    """
+
+    __slots__ = ("cm", "base", "kv0", "growth")
+
+    def __init__(self, cm: CostModel, base: float, kv0: int, growth: int) -> None:
+        self.cm, self.base, self.kv0, self.growth = cm, base, kv0, growth
+
+    def step(self, j: int) -> float:
+        """Duration of step ``j`` (0-based)."""
+        cm = self.cm
+        return cm.fixed + cm.scale * (self.base + cm._paged.scalar(self.kv0 + self.growth * j))
+
+    def duration(self, steps: int) -> float:
+        """Total duration of the first ``steps`` steps."""
+        if steps == 1 or self.growth == 0:
+            return steps * self.step(0)
+        cm, interp = self.cm, self.cm._paged
+        xs, ys, last = interp.xs, interp.ys, interp.last
+        last_kv = self.kv0 + self.growth * (steps - 1)
+        if last_kv > interp.hi or last_kv < interp.lo:
+            cm.extrapolated += 1
+        total, j = 0.0, 0
+        seg = min(max(bisect_right(xs, self.kv0) - 1, 0), last)
+        while j < steps:
+            if seg < last:
+                end = min(steps, max(j + 1, math.ceil((xs[seg + 1] - self.kv0) / self.growth)))
+            else:
+                end = steps
+            slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+            a = cm.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
+            b = cm.scale * slope * self.growth
+            n = end - j
+            total += n * a + b * (j + end - 1) * n / 2
+            j = end
+            seg = min(seg + 1, last)
+        return total
+
+    def steps_until(self, elapsed: float, limit: int) -> int:
+        """The first step count ``j`` in ``[1, limit]`` whose steps last at least ``elapsed``."""
+        # Steps never get shorter, so elapsed / first step bounds the answer from above, and
+        # it is usually exact: search only below that guess.
+        guess = min(limit, max(1, math.ceil(elapsed / self.step(0))))
+        if guess == 1 or self.duration(guess - 1) < elapsed:
+            return guess
+        lo, hi = 0, guess - 1  # duration(lo) < elapsed <= duration(hi), duration(0) = 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.duration(mid) >= elapsed:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
+class _Interp:
+    """Piecewise-linear interpolation; the end segments extend linearly past the grid."""
+
+    __slots__ = ("xs", "ys", "lo", "hi", "last", "xa", "ya")
+
+    def __init__(self, curve: Curve) -> None:
+        self.xs, self.ys = list(curve.x), list(curve.seconds)
+        self.lo, self.hi = self.xs[0], self.xs[-1]
+        self.last = len(self.xs) - 2
+        self.xa, self.ya = np.asarray(self.xs), np.asarray(self.ys)
+
+    def scalar(self, x: float) -> float:
+        xs, ys = self.xs, self.ys
+        i = bisect_right(xs, x) - 1
+        if i < 0:
+            i = 0
+        elif i > self.last:
+            i = self.last
+        return ys[i] + (ys[i + 1] - ys[i]) * ((x - xs[i]) / (xs[i + 1] - xs[i]))
+
+    def vector(self, x: np.ndarray) -> np.ndarray:
+        i = np.clip(np.searchsorted(self.xa, x, side="right") - 1, 0, self.last)
+        x0, x1 = self.xa[i], self.xa[i + 1]
+        y0, y1 = self.ya[i], self.ya[i + 1]
+        return y0 + (y1 - y0) * ((x - x0) / (x1 - x0))
+
+
+def _bilinear(g: Grid2D, x: float, y: float) -> float:
+    """Bilinear interpolation on ``g`` (clamped at the edges, linear in x past the last x)."""
+    xs, ys = g.x, g.y
+    i = min(max(bisect_right(xs, x) - 1, 0), len(xs) - 2)
+    j = min(max(bisect_right(ys, y) - 1, 0), len(ys) - 2)
+    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
+    ty = min(max((y - ys[j]) / (ys[j + 1] - ys[j]), 0.0), 1.0)
+    z = g.seconds
+    top = z[i][j] + (z[i][j + 1] - z[i][j]) * ty
+    bottom = z[i + 1][j] + (z[i + 1][j + 1] - z[i + 1][j]) * ty
+    return max(0.0, top + (bottom - top) * tx)

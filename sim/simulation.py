@@ -1,0 +1,101 @@
+"""Build the SimPy model of one run from its :class:`~sim.config.RunConfig` and run it.
+
+Randomness comes from one ``numpy.random.SeedSequence(seed)`` spawned into independent streams
+(workload, network), so two policies compared under the same seed see the same apps and the
+same round trips (common random numbers). The run ends when every foreground app has received
+its final outputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from sim.client import AppRun, LangChainClient
+from sim.config import RunConfig
+from sim.costmodel import CostModel
+from sim.engine import Engine
+from sim.kv_cache import KVCache
+from sim.manager import Manager
+from sim.metrics import RunResult, call_table, engine_table, summarize
+from sim.network import Network
+from sim.profile import Profile, load_profile
+from workloads.app import App, validate_apps
+
+
+def build_apps(cfg: RunConfig) -> list[App]:
+    """The run's apps, generated from the workload stream of its seed and validated."""
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[0])
+    return validate_apps(cfg.workload.build(rng))
+
+
+def simulate(cfg: RunConfig, apps: list[App] | None = None,
+             profile: Profile | None = None) -> RunResult:
+    """Run one simulation; ``apps`` overrides the workload and ``profile`` the cluster's cost
+    profile (for tests and fitting)."""
+    profile = profile or load_profile(cfg.cluster.profile)
+    streams = np.random.SeedSequence(cfg.seed).spawn(2)
+    apps = build_apps(cfg) if apps is None else validate_apps(apps)
+    env = simpy.Environment()
+    engine_cfg = cfg.cluster.engine
+    capacity = profile.kv_capacity_tokens()
+    manager_ref: list[Manager] = []
+
+    def on_finish(seq, t):
+        manager_ref[0].engine_finished(seq, t)
+
+    engines = []
+    for i in range(cfg.cluster.engines):
+        kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
+                     cfg.cluster.block_size)
+        engines.append(Engine(env, i, engine_cfg.make(), CostModel(profile, engine_cfg.runtime),
+                              kv, on_finish, kernel=cfg.cluster.kernel,
+                              fast_forward=cfg.cluster.fast_forward))
+    client_ref: list[LangChainClient] = []
+    manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),
+                      on_done=lambda info, seq: client_ref[0].on_done(info, seq))
+    manager_ref.append(manager)
+
+    foreground = [sum(1 for a in apps if not a.background)]
+    finished: list[AppRun] = []
+    all_done = env.event()
+
+    def on_app_done(run: AppRun) -> None:
+        finished.append(run)
+        if not run.app.background:
+            foreground[0] -= 1
+            if foreground[0] == 0:
+                all_done.succeed()
+
+    uid = itertools.count()
+    client = LangChainClient(env, cfg.client, Network(cfg.network, np.random.default_rng(
+        streams[1])), manager.arrive, on_app_done, lambda: next(uid))
+    client_ref.append(client)
+    for app in apps:
+        client.start(app)
+    if foreground[0]:
+        env.run(until=all_done)
+    else:
+        env.run()
+    result = _result(apps, finished, client, engines, profile.model.kv_bytes_per_token
+                     * cfg.cluster.block_size, env.now)
+    result.events = next(env._eid)  # SimPy's event counter
+    return result
+
+
+def _result(apps: list[App], finished: list[AppRun], client: LangChainClient,
+            engines: list[Engine], bytes_per_block: float, end: float) -> RunResult:
+    ends = {r.app.app_id: r.end for r in finished}
+    app_rows = [{
+        "app_id": a.app_id, "kind": a.kind, "background": a.background, "arrival": a.arrival,
+        "end": ends.get(a.app_id, float("nan")), "calls": len(a.calls),
+    } for a in apps]
+    app_df = pd.DataFrame(app_rows, columns=["app_id", "kind", "background", "arrival", "end",
+                                             "calls"])
+    app_df["latency"] = app_df["end"] - app_df["arrival"]
+    calls = call_table(client.requests)
+    engine_df = engine_table(engines, bytes_per_block, end)
+    return RunResult(calls, app_df, engine_df, summarize(calls, app_df, engine_df))

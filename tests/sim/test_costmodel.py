@@ -1,0 +1,77 @@
+"""The cost model: interpolation, composition, extrapolation counting, roofline sanity."""
+
+import numpy as np
+import pytest
+
+from sim.costmodel import CostModel
+from sim.profile import Curve
+from sim.roofline import GPUS, MODELS, roofline_profile
+from sim.sequence import Batch
+from tests.sim.helpers import a100_13b, seq
+
+
+def _with_ctx(s, tokens):
+    from sim.kv_cache import KVCache
+
+    kv = KVCache(10**6)
+    s.ctx = kv.create()
+    kv.grow(s.ctx, tokens)
+    return s
+
+
+def test_linear_interpolation_between_points():
+    prof = a100_13b()
+    curves = prof.curves.model_copy(update={
+        "linear": Curve(x=[1, 100], seconds=[0.01, 0.02]),
+        "iteration_overhead_s": 0.0,
+        "decode_paged": Curve(x=[0, 1000], seconds=[0.0, 0.0])})
+    cm = CostModel(prof.model_copy(update={"curves": curves}))
+    t = cm.decode_times(50, 0, 50, [], 1)[0]
+    assert t == pytest.approx(0.01 + 0.01 * 49 / 99)
+    assert cm.extrapolated == 0
+    cm.decode_times(200, 0, 0, [], 1)
+    assert cm.extrapolated == 1  # past the last point: extended linearly and counted
+
+
+def test_roofline_decode_is_weight_bound_and_prefill_compute_bound():
+    prof = a100_13b()
+    cm = CostModel(prof)
+    weights_time = 26e9 / (2.04e12 * 0.85)
+    t1 = cm.decode_times(1, 1000, 1, [], 1)[0]
+    assert weights_time < t1 < weights_time * 1.3
+    big = Batch(prefills=[(_with_ctx(seq(4096, 1), 4096), 4096)])
+    flop_time = 2 * 13e9 * 4096 / (312e12 * 0.7)
+    assert cm.iteration_time(big) > flop_time
+
+
+def test_decode_cost_grows_with_kv_and_batch():
+    cm = CostModel(a100_13b())
+    assert cm.decode_times(8, 8000, 8, [], 1)[0] > cm.decode_times(8, 1000, 8, [], 1)[0]
+    times = cm.decode_times(4, 4000, 4, [], 100)
+    assert np.all(np.diff(times) >= 0)
+
+
+def test_stepping_and_vector_decode_times_are_identical():
+    cm = CostModel(a100_13b())
+    many = cm.decode_times(7, 12345, 7, [(2000, 3)], 50)
+    one_by_one = [cm.decode_times(7, 12345 + 7 * j, 7, [(2000, 3)], 1)[0] for j in range(50)]
+    assert many.tolist() == one_by_one
+
+
+def test_shared_prefix_reads_prefix_once():
+    prof = roofline_profile(GPUS["h200"], MODELS["llama-7b"])
+    cm = CostModel(prof)
+    b, prefix, suffix = 64, 6000, 256
+    paged = cm.decode_times(b, b * (prefix + suffix), b, [], 1)[0]
+    shared = cm.decode_times(b, b * suffix, b, [(prefix, b)], 1)[0]
+    assert shared < paged
+
+
+def test_runtime_scale_and_overhead():
+    prof = a100_13b()
+    from sim.profile import Runtime
+
+    prof = prof.model_copy(update={"runtimes": {"hf": Runtime(overhead_s=0.01, scale=2.0)}})
+    base = CostModel(prof, "vllm").decode_times(1, 100, 1, [], 1)[0]
+    hf = CostModel(prof, "hf").decode_times(1, 100, 1, [], 1)[0]
+    assert hf == pytest.approx(0.01 + 2 * base)

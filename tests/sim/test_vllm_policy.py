@@ -1,0 +1,86 @@
+"""vLLM 0.1.4 scheduling on hand-built states: prefill priority, token budget, caps, preemption."""
+
+from policies.engine.vllm import VllmConfig, VllmPolicy
+from tests.sim.helpers import seq, state
+
+
+def policy(**kw) -> VllmPolicy:
+    return VllmConfig(**kw).make()
+
+
+def test_prefill_has_priority_over_decodes():
+    p = policy()
+    st = state(1000, seq(100, 10))
+    b1 = p.schedule(st)
+    assert [n for _, n in b1.prefills] == [100] and not b1.decodes
+    b1.prefills[0][0].generated = 1
+    st.waiting.append(seq(50, 10))
+    b2 = p.schedule(st)
+    assert [n for _, n in b2.prefills] == [50] and not b2.decodes  # decodes wait
+    b3 = p.schedule(st)
+    assert not b3.prefills and len(b3.decodes) == 2
+
+
+def test_token_budget_stops_admission_fcfs():
+    p = policy(max_num_batched_tokens=250)
+    st = state(1000, seq(100, 5), seq(100, 5), seq(100, 5), seq(10, 5))
+    b = p.schedule(st)
+    assert [n for _, n in b.prefills] == [100, 100]
+    assert len(st.waiting) == 2  # FCFS: the small 4th request does not jump the queue
+
+
+def test_max_num_seqs_caps_running():
+    p = policy(max_num_seqs=2)
+    st = state(1000, seq(10, 5), seq(10, 5), seq(10, 5))
+    assert len(p.schedule(st).prefills) == 2 and len(st.waiting) == 1
+
+
+def test_capacity_cap_sets_blocks_and_watermark_blocks_admission():
+    cfg = VllmConfig(capacity_tokens=4096)
+    assert cfg.kv_blocks(10**6, 16) == 256
+    p = cfg.make()
+    st = state(256, seq(4000, 5))  # 250 blocks; watermark int(0.01*256) = 2 -> 6 free is fine
+    assert p.schedule(st).prefills
+    st2 = state(256, seq(4060, 5))  # 254 blocks leave 2 = watermark: ok; 4070 -> 255 blocks no
+    assert p.schedule(st2).prefills
+    st3 = state(256, seq(4070, 5))
+    assert p.schedule(st3).empty
+
+
+def test_capacity_truncates_long_prompts():
+    p = policy(capacity_tokens=4096)
+    s = seq(5000, 100)
+    p.accept(s)
+    assert s.prompt_len == 4096 - 100 - 100 == s.fill_target
+
+
+def test_decode_preempts_newest_by_recompute_when_blocks_run_out():
+    p = policy()
+    old, new = seq(16, 50, arrived=0.0), seq(16, 50, arrived=1.0)
+    st = state(2, old, new)
+    b = p.schedule(st)  # both prompts fit exactly (1 block each, watermark 0)
+    assert len(b.prefills) == 2
+    for s, _ in b.prefills:
+        s.filled, s.generated = 16, 1
+    b = p.schedule(st)  # no free block: the newest is preempted, the oldest decodes
+    assert b.decodes == [old]
+    assert list(st.waiting) == [new] and new.ctx is None and new.preemptions == 1
+    assert new.fill_target == 17  # prompt + the generated token are recomputed
+    assert st.kv.used_blocks == 2
+
+
+def test_stable_decode_steps_bounded_by_first_finish_and_memory():
+    p = policy()
+    a, b = seq(10, 20), seq(10, 5)
+    st = state(100, a, b)
+    batch = p.schedule(st)
+    for s, _ in batch.prefills:
+        s.filled, s.generated = 10, 1
+    batch = p.schedule(st)
+    assert p.stable_decode_steps(st, batch) == 4  # b has 4 tokens left
+    st2 = state(3, seq(15, 100), seq(15, 100))
+    batch = p.schedule(st2)
+    for s, _ in batch.prefills:
+        s.filled, s.generated = 15, 1
+    batch = p.schedule(st2)  # each at 16 tokens; 1 block free
+    assert p.stable_decode_steps(st2, batch) == 1

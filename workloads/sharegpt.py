@@ -1,0 +1,94 @@
+"""ShareGPT chat requests (Figs 10 and 19): single-call apps with empirical lengths.
+
+Lengths are resampled from a compact table of the joint distribution of first-turn prompt and
+output lengths after vLLM's benchmark filter (``workloads/data/sharegpt_lengths.csv``): the
+prompt from its marginal quantiles, the output from the output quantiles of that prompt's
+decile (keeping the negative correlation of the two). Samples violating the filter
+(prompt + output <= 2048) are redrawn. Arrivals are Poisson, Gamma with a burstiness (vLLM's
+benchmark), or at a constant interval (the artifact's Fig 19 chat used 1 s).
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import cache
+from importlib import resources
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from workloads.app import App, CallHints, Text, single_call_app
+from workloads.arrivals import ArrivalProcess, arrival_times
+from workloads.registry import WorkloadConfig, register_workload
+
+NO_HINTS = CallHints()
+
+
+@cache
+def length_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(prompt quantile levels, prompt quantiles, output levels, output quantiles[10, k])."""
+    text = resources.files("workloads").joinpath("data/sharegpt_lengths.csv").read_text()
+    rows = list(csv.DictReader(ln for ln in text.splitlines() if not ln.startswith("#")))
+    prompt = [(float(r["quantile"]), float(r["tokens"])) for r in rows if r["table"] == "prompt"]
+    out: dict[int, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r["table"] == "output":
+            out.setdefault(int(r["prompt_decile"]), []).append((float(r["quantile"]),
+                                                                float(r["tokens"])))
+    pq = np.array(prompt)
+    oq = np.array([[v for _, v in out[b]] for b in sorted(out)])
+    return pq[:, 0], pq[:, 1], np.array([q for q, _ in out[0]]), oq
+
+
+def sample_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` (prompt, output) token lengths that pass vLLM's benchmark filter."""
+    plev, pq, olev, oq = length_table()
+    prompts = np.empty(n, dtype=np.int64)
+    outputs = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        k = n - filled
+        u, v = rng.random(k), rng.random(k)
+        p = np.rint(np.interp(u, plev, pq)).astype(np.int64)
+        decile = np.minimum((u * 10).astype(np.int64), 9)
+        o = np.rint([np.interp(vi, olev, oq[d]) for vi, d in zip(v, decile, strict=True)])
+        o = o.astype(np.int64)
+        ok = (p >= 4) & (o >= 4) & (p <= 1024) & (p + o <= 2048)
+        m = int(ok.sum())
+        prompts[filled:filled + m] = p[ok]
+        outputs[filled:filled + m] = o[ok]
+        filled += m
+    return prompts, outputs
+
+
+@register_workload
+class ShareGptChat(WorkloadConfig):
+    """``num_requests`` ShareGPT chat requests arriving at ``rate`` req/s."""
+
+    kind: Literal["sharegpt"] = "sharegpt"
+    figure: ClassVar[str] = "10, 19"
+    num_requests: int = Field(default=100, gt=0)
+    rate: float = Field(default=5.0, gt=0)
+    arrival: ArrivalProcess = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
+    start: float = Field(default=0.0, ge=0)
+
+    def build(self, rng: np.random.Generator) -> list[App]:
+        return chat_apps(rng, self.num_requests, self.rate, self.arrival, self.burstiness,
+                         self.start)
+
+
+def chat_apps(rng: np.random.Generator, n: int, rate: float, arrival: str = "poisson",
+              burstiness: float = 1.0, start: float = 0.0, hints: CallHints = NO_HINTS,
+              prefix: str = "chat") -> list[App]:
+    """``n`` single-call chat apps (kind ``chat``, ids ``{prefix}-{i}``) with ShareGPT lengths.
+
+    Lengths are drawn first, then arrival times, both from ``rng``. Every prompt is unique
+    text (``{prefix}/{i}``); ``hints`` is attached to every call (Fig 19: 16 requests/engine).
+    """
+    prompts, outputs = sample_lengths(rng, n)
+    times = arrival_times(rng, n, rate, arrival, burstiness, start)
+    return [single_call_app(f"{prefix}-{i}", float(t), (Text(f"{prefix}/{i}", int(p)),), int(o),
+                            kind="chat", hints=hints)
+            for i, (t, p, o) in enumerate(zip(times, prompts, outputs, strict=True))]
