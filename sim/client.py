@@ -15,6 +15,7 @@ import simpy
 from pydantic import Field
 
 from policies.cluster.base import CallInfo
+from policies.prefix_hash import shared_prefix
 from sim.network import Network
 from sim.request import CallRequest
 from sim.sequence import Sequence
@@ -55,13 +56,14 @@ class LangChainClient:
 
     def __init__(self, env: simpy.Environment, cfg: LangChainClientConfig, network: Network,
                  submit: Callable[[CallInfo], None], on_app_done: Callable[[AppRun], None],
-                 next_uid: Callable[[], int]) -> None:
+                 next_uid: Callable[[], int], share_prefixes: bool = False) -> None:
         self.env = env
         self.cfg = cfg
         self.network = network
         self.submit = submit
         self.on_app_done = on_app_done
         self.next_uid = next_uid
+        self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
         self.requests: list[CallRequest] = []
         self.apps = 0
 
@@ -85,6 +87,10 @@ class LangChainClient:
                           context=(run, call))
         info = CallInfo(uid, app.app_id, run.seq, call.name, prompt, call.output_tokens,
                         max_requests=call.hints.max_requests_per_engine, payload=req)
+        if self.share_prefixes:
+            shared = shared_prefix(app, call)
+            if shared is not None:
+                info.shared_prefix, info.shared_tokens = shared
         req.rtt = self.network.rtt()
         req.sent = self.env.now
         run.sent += 1
@@ -92,18 +98,24 @@ class LangChainClient:
         self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self.submit(info))
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
-        """The engine finished the call: its output travels back to the client."""
+        """The engine finished the call: its output travels back to the client. When no call
+        waits for it, nothing happens on its arrival but bookkeeping, so no event is needed."""
         req = info.payload
-        self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._receive(req))
+        run, call = req.context
+        if call.name in run.consumers:
+            self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._receive(req))
+        else:
+            self._receive(req, self.env.now + req.rtt / 2)
 
-    def _receive(self, req: CallRequest) -> None:
-        req.returned = self.env.now
+    def _receive(self, req: CallRequest, at: float | None = None) -> None:
+        req.returned = self.env.now if at is None else at
         run, call = req.context
         for consumer in run.consumers.get(call.name, ()):
             run.missing[consumer.name] -= 1
             if run.missing[consumer.name] == 0:
                 self._send(run, consumer)
-        run.outputs_left.discard(call.output)
-        if not run.outputs_left and run.end < 0:
-            run.end = self.env.now
-            self.on_app_done(run)
+        if call.output in run.outputs_left:
+            run.outputs_left.discard(call.output)
+            run.end = max(run.end, req.returned)
+            if not run.outputs_left:
+                self.on_app_done(run)

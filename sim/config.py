@@ -19,6 +19,7 @@ from policies.engine import ENGINE_POLICIES
 from policies.engine.vllm import VllmConfig
 from sim.client import LangChainClientConfig
 from sim.network import NetworkConfig
+from sim.parrot_client import ParrotClientConfig
 from workloads.catalog import WORKLOADS
 from workloads.registry import StrictConfig
 
@@ -36,7 +37,13 @@ ClusterPolicySpec = _union(CLUSTER_POLICIES, "policy")
 
 
 class ClusterConfig(StrictConfig):
-    """The serving cluster: ``engines`` identical engines, one per GPU."""
+    """The serving cluster: ``engines`` identical engines, one per GPU.
+
+    ``kernel`` is the decode attention kernel whose cost curve batches of forked sequences use;
+    ``prefix_cache`` lets engines keep shared prefix contexts that calls fork (Parrot's
+    ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel), freed
+    ``prefix_ttl_s`` seconds after their last user finished.
+    """
 
     engines: int = Field(default=1, ge=1)
     profile: str = "a100-80gb_llama-13b"
@@ -44,6 +51,8 @@ class ClusterConfig(StrictConfig):
     kernel: Literal["paged", "shared_prefix"] = "paged"
     scheduler: ClusterPolicySpec = LeastQueueConfig()  # type: ignore[valid-type]
     block_size: int = Field(default=16, gt=0)
+    prefix_cache: bool = False
+    prefix_ttl_s: float = Field(default=0.0, ge=0)
     fast_forward: bool = True
 
 
@@ -53,5 +62,6 @@ class RunConfig(StrictConfig):
     seed: int = Field(default=0, ge=0)
     workload: WorkloadSpec  # type: ignore[valid-type]
     cluster: ClusterConfig = ClusterConfig()
-    client: LangChainClientConfig = LangChainClientConfig()
+    client: Annotated[Union[LangChainClientConfig, ParrotClientConfig],  # noqa: UP007
+                      Field(discriminator="kind")] = LangChainClientConfig()
     network: NetworkConfig = NetworkConfig()

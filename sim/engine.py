@@ -20,6 +20,7 @@ import simpy
 from policies.engine.base import EnginePolicy, EngineState
 from sim.costmodel import CostModel, SharedGroup
 from sim.kv_cache import KVCache
+from sim.prefix_cache import PrefixCache
 from sim.sequence import Batch, Sequence
 
 FinishCallback = Callable[[Sequence, float], None]
@@ -30,7 +31,8 @@ class Engine:
 
     def __init__(self, env: simpy.Environment, engine_id: int, policy: EnginePolicy,
                  cost: CostModel, kv: KVCache, on_finish: FinishCallback,
-                 kernel: str = "paged", fast_forward: bool = True) -> None:
+                 kernel: str = "paged", fast_forward: bool = True,
+                 prefix_cache: PrefixCache | None = None) -> None:
         self.env = env
         self.engine_id = engine_id
         self.policy = policy
@@ -39,6 +41,7 @@ class Engine:
         self.on_finish = on_finish
         self.shared_kernel = kernel == "shared_prefix"
         self.fast_forward = fast_forward
+        self.prefix_cache = prefix_cache
         self.clock = 0.0
         self.busy_time = 0.0
         self.iterations = 0
@@ -111,9 +114,9 @@ class Engine:
                 self.clock = env.now
                 continue
             start = self.clock
-            if batch.prefills:
+            if batch.prefills:  # never cut short: wait on a plain timeout
                 end = start + self.cost.iteration_time(batch, *self._shared_groups(batch))
-                yield self._sleep_until(end)
+                yield env.timeout(max(0.0, end - env.now))
                 self._account(start, end, batch)
                 self.clock = end
                 self._emit_prefill(batch, start, end)
@@ -157,7 +160,11 @@ class Engine:
                 seq.admitted = start
             if seq.filled == seq.fill_target:
                 seq.last_fill = end
-                if self.policy.prefill_emits_token:
+                if seq.output_len == 0:  # a shared-prefix fill: its KV becomes the parent
+                    seq.finished = end
+                    self.state.running.remove(seq)
+                    self.prefix_cache.filled(seq)
+                elif self.policy.prefill_emits_token:
                     self._emit(seq, 1, end, end)
         for seq in batch.decodes:
             self._emit(seq, 1, end, end)
@@ -184,4 +191,6 @@ class Engine:
         self.state.running.remove(seq)
         self.state.kv.release(seq.ctx)
         seq.ctx = None
+        if seq.prefix_ctx is not None and self.prefix_cache is not None:
+            self.prefix_cache.release(seq.prefix_ctx.key, end)
         self.on_finish(seq, end)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 
 class Context:
-    """A node of the context tree: ``tokens`` own tokens in ``blocks`` blocks, on ``parent``."""
+    """A node of the context tree: ``tokens`` own tokens in ``blocks`` blocks, on ``parent``.
 
-    __slots__ = ("parent", "tokens", "blocks", "refs", "key")
+    ``ready`` is False while a shared prefix is still being filled (forks must wait).
+    """
+
+    __slots__ = ("parent", "tokens", "blocks", "refs", "key", "ready")
 
     def __init__(self, parent: Context | None, key: object = None) -> None:
         self.parent = parent
@@ -22,6 +25,7 @@ class Context:
         self.blocks = 0
         self.refs = 1
         self.key = key
+        self.ready = True
 
     @property
     def prefix_tokens(self) -> int:
@@ -108,6 +112,15 @@ class KVCache:
             self.peak_blocks = used
             if used > self.num_blocks:
                 raise MemoryError(f"KV cache over-committed: {used} of {self.num_blocks} blocks")
+
+    def adopt(self, dst: Context, src: Context) -> None:
+        """Move the tokens and blocks ``src`` filled into the empty ``dst`` and drop ``src``
+        (a prefix filled by a helper sequence becomes the shared parent context)."""
+        if dst.tokens or dst.blocks or src.parent is not dst.parent:
+            raise RuntimeError("adopt needs an empty destination with the same parent")
+        dst.tokens, dst.blocks = src.tokens, src.blocks
+        src.tokens = src.blocks = 0
+        self.release(src)
 
     def hold(self, ctx: Context) -> None:
         """Take one more reference on ``ctx`` (e.g. a prefix cache keeping it alive)."""

@@ -63,10 +63,11 @@ class Manager:
         load = self.loads[seq.engine_id]
         load.num_requests -= 1
         load.reserved_tokens -= info.tokens
-        if info.objective == "latency":
+        if self.policy.objective(info) == "latency":
             load.latency_calls -= 1
-        if info.max_requests is not None:
-            load.bounds.remove(info.max_requests)
+        bound = self.policy.call_bound(info)
+        if bound is not None:
+            load.bounds.remove(bound)
             load.requests_bound = min(load.bounds, default=1 << 30)
         self.policy.on_finish(info, load.engine_id)
         self.on_done(info, seq)
@@ -86,11 +87,12 @@ class Manager:
             load = self.loads[engine_id]
             load.num_requests += 1
             load.reserved_tokens += info.tokens
-            if info.objective == "latency":
+            if self.policy.objective(info) == "latency":
                 load.latency_calls += 1
-            if info.max_requests is not None:
-                load.bounds.append(info.max_requests)
-                load.requests_bound = min(load.requests_bound, info.max_requests)
+            bound = self.policy.call_bound(info)
+            if bound is not None:
+                load.bounds.append(bound)
+                load.requests_bound = min(load.requests_bound, bound)
             engine = self.engines[engine_id]
             seq = self.make_sequence(info, engine)
             seq.engine_id = engine_id

@@ -9,7 +9,11 @@ for memory. Metric names match the report's ids where they overlap:
 * ``normalized_latency``: mean over calls of latency / output tokens (ms per token);
 * ``latency_per_output_token``: mean over calls of (finish - first token) / (output - 1), in ms
   (the paper's TPOT);
-* ``chat_decode_time``: the same restricted to calls of ``chat`` apps;
+* ``chat_decode_time``: the same restricted to calls of ``chat`` apps, and
+  ``chat_normalized_latency`` the normalized latency of those calls;
+* ``mean_engine_latency``: from a call's arrival at its engine to its last token (the Bing
+  benchmark's per-request latency);
+* ``mean_jct_<kind>``: mean completion time of the foreground apps of each kind;
 * ``peak_kv_memory``: largest KV memory any engine held (GB);
 * ``throughput``: output tokens per second over the run.
 """
@@ -83,7 +87,10 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
     tpot = (multi["finished"] - multi["first_token"]) / (multi["output_len"] - 1)
     chat = multi[multi["app_kind"] == "chat"]
     chat_tpot = (chat["finished"] - chat["first_token"]) / (chat["output_len"] - 1)
+    chat_all = done[done["app_kind"] == "chat"]
     makespan = float(apps["end"].max() - apps["arrival"].min()) if len(apps) else 0.0
+    by_kind = {f"mean_jct_{kind}": _mean(group["latency"])
+               for kind, group in fg.groupby("kind", sort=True)}
     return {
         "apps": float(len(fg)),
         "calls": float(len(done)),
@@ -95,6 +102,9 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
         "normalized_latency": _mean(latency / done["output_len"]) * 1e3,
         "latency_per_output_token": _mean(tpot) * 1e3,
         "chat_decode_time": _mean(chat_tpot) * 1e3,
+        "chat_normalized_latency": _mean((chat_all["returned"] - chat_all["sent"])
+                                         / chat_all["output_len"]) * 1e3,
+        "mean_engine_latency": _mean(done["finished"] - done["engine_arrived"]),
         "mean_ttft": _mean(done["first_token"] - done["engine_arrived"]),
         "throughput": float(done["output_len"].sum()) / makespan if makespan > 0 else 0.0,
         "makespan": makespan,
@@ -102,6 +112,7 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
         "preemptions": float(done["preemptions"].sum()),
         "mean_batch": _mean(engines["mean_batch"]),
         "extrapolated": float(engines["extrapolated"].sum()),
+        **by_kind,
     }
 
 

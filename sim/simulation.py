@@ -14,15 +14,19 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from sim.client import AppRun, LangChainClient
+from policies.cluster.base import CallInfo, EngineLoad
+from sim.client import LangChainClient
 from sim.config import RunConfig
 from sim.costmodel import CostModel
 from sim.engine import Engine
 from sim.kv_cache import KVCache
-from sim.manager import Manager
+from sim.manager import Manager, plain_sequence
 from sim.metrics import RunResult, call_table, engine_table, summarize
 from sim.network import Network
+from sim.parrot_client import ParrotClient
+from sim.prefix_cache import PrefixCache
 from sim.profile import Profile, load_profile
+from sim.sequence import Sequence
 from workloads.app import App, validate_apps
 
 
@@ -48,22 +52,27 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
         manager_ref[0].engine_finished(seq, t)
 
     engines = []
+    loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
     for i in range(cfg.cluster.engines):
         kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
                      cfg.cluster.block_size)
+        cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s)
+                 if cfg.cluster.prefix_cache else None)
         engines.append(Engine(env, i, engine_cfg.make(), CostModel(profile, engine_cfg.runtime),
                               kv, on_finish, kernel=cfg.cluster.kernel,
-                              fast_forward=cfg.cluster.fast_forward))
-    client_ref: list[LangChainClient] = []
+                              fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
+    client_ref: list = []
     manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),
-                      on_done=lambda info, seq: client_ref[0].on_done(info, seq))
+                      on_done=lambda info, seq: client_ref[0].on_done(info, seq),
+                      make_sequence=sharing_sequence if cfg.cluster.prefix_cache
+                      else plain_sequence, loads=loads)
     manager_ref.append(manager)
 
     foreground = [sum(1 for a in apps if not a.background)]
-    finished: list[AppRun] = []
+    finished: list = []
     all_done = env.event()
 
-    def on_app_done(run: AppRun) -> None:
+    def on_app_done(run) -> None:
         finished.append(run)
         if not run.app.background:
             foreground[0] -= 1
@@ -71,8 +80,13 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
                 all_done.succeed()
 
     uid = itertools.count()
-    client = LangChainClient(env, cfg.client, Network(cfg.network, np.random.default_rng(
-        streams[1])), manager.arrive, on_app_done, lambda: next(uid))
+    network = Network(cfg.network, np.random.default_rng(streams[1]))
+    if cfg.client.kind == "parrot":
+        client = ParrotClient(env, cfg.client, network, manager.arrive, on_app_done,
+                              lambda: next(uid))
+    else:
+        client = LangChainClient(env, cfg.client, network, manager.arrive, on_app_done,
+                                 lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache)
     client_ref.append(client)
     for app in apps:
         client.start(app)
@@ -86,7 +100,23 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
     return result
 
 
-def _result(apps: list[App], finished: list[AppRun], client: LangChainClient,
+def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
+    """A sequence that forks the engine's cached context of its shared prefix (submitting the
+    prefix fill first when the engine does not hold the prefix yet)."""
+    seq = plain_sequence(info, engine)
+    if info.shared_prefix is None or not 0 < info.shared_tokens < info.prompt_len:
+        return seq
+    parent, fill = engine.prefix_cache.acquire(info.shared_prefix, info.shared_tokens,
+                                               engine.env.now)
+    if fill is not None:
+        fill.engine_id = engine.engine_id
+        engine.submit(fill)
+    seq.prefix_ctx = parent
+    seq.cached_len = seq.filled = info.shared_tokens
+    return seq
+
+
+def _result(apps: list[App], finished: list, client,
             engines: list[Engine], bytes_per_block: float, end: float) -> RunResult:
     ends = {r.app.app_id: r.end for r in finished}
     app_rows = [{

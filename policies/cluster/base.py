@@ -41,6 +41,7 @@ class CallInfo:
     prefix_keys: tuple[str, ...] = ()
     prefix_lens: tuple[int, ...] = ()
     shared_prefix: str | None = None
+    shared_tokens: int = 0
     objective: Objective | None = None
     task_group: str | None = None
     depth: int = 0
@@ -84,6 +85,15 @@ class ClusterPolicy:
     def dispatch(self, queue: list[CallInfo], engines: list[EngineLoad],
                  now: float) -> list[tuple[CallInfo, int]]:
         raise NotImplementedError
+
+    def objective(self, call: CallInfo) -> Objective | None:
+        """The call's objective as this policy uses it (counts ``EngineLoad.latency_calls``)."""
+        return call.objective
+
+    def call_bound(self, call: CallInfo) -> int | None:
+        """Most requests an engine may hold while ``call`` runs there (``None``: no bound); the
+        manager keeps ``EngineLoad.requests_bound`` as the minimum over an engine's calls."""
+        return call.max_requests
 
     def on_heartbeat(self, engines: list[EngineLoad], true_requests: list[int],
                      now: float) -> None:

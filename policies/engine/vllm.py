@@ -67,7 +67,9 @@ class VllmPolicy(EnginePolicy):
         batched = 0
         while state.waiting:
             seq = state.waiting[0]
-            n = seq.fill_target
+            if seq.prefix_ctx is not None and not seq.prefix_ctx.ready:
+                break  # forks of a shared prefix wait until the prefix is filled
+            n = seq.fill_target - seq.filled
             if kv.free_blocks - kv.blocks_for(n) < watermark:
                 break
             if batched + n > cfg.max_num_batched_tokens:
@@ -75,7 +77,7 @@ class VllmPolicy(EnginePolicy):
             if len(state.running) + 1 > cfg.max_num_seqs:
                 break
             state.waiting.popleft()
-            seq.ctx = kv.create()
+            seq.ctx = kv.create(seq.prefix_ctx)
             kv.grow(seq.ctx, n)
             if state.running and _fcfs(seq) < _fcfs(state.running[-1]):
                 self._unsorted = True

@@ -1,0 +1,231 @@
+"""Parrot's application-centric cluster scheduler (Algorithm 1 + FindEngine), tag ``parrot``.
+
+``mode="paper"`` (default) follows the paper (section 5.4, experiments.md 3.1) and HEAD's
+``global_scheduler`` (3.3): the queue is sorted topologically (``CallInfo.depth``; with
+``app_fifo`` by app arrival rank first, stable); for each call, in order:
+
+1. a call in a task group (``dag_aware`` and ``task_groups``) is placed with all queued members
+   of its group on ONE engine;
+2. else, with ``ctx_aware``, together with the queued calls sharing its prefix
+   (``CallInfo.shared_prefix``);
+3. else alone; with ``ctx_aware``, engines already holding its prefix context are preferred.
+
+FindEngine keeps the engines that admit the unit (experiments.md 3.2 ``_get_engine_list``):
+``reserved_tokens + tokens <= tokens_capacity``, ``num_requests + k <= max_requests``, and with
+``dag_aware`` ``num_requests + k <= min(engine's requests_bound, each call's bound)``, a call's
+bound being its lowered objective (``deduction``: latency -> ``latency_max_requests``) or its
+explicit hint. With ``dag_aware`` the unit's objective is honoured: a latency-sensitive call goes
+to an engine that stays within the latency budget (its bound in requests, ``latency_max_requests``
+unless hinted, and ``latency_max_tokens`` tokens) whenever one admits it, so it never joins an engine running a large
+throughput batch while another engine fits; throughput work prefers engines holding no
+latency-sensitive calls. Among the rest: an engine holding the deepest prefix of the call
+(``ctx_aware``, first such engine), else best fit (``dag_aware``: fewest remaining request slots,
+then least remaining token capacity), else load balance (most remaining slots). A unit that no
+engine takes whole is split: the engine taking the longest leading part gets it, and so on.
+
+``mode="artifact"`` is what the paper's experiments ran (experiments.md 3.2): calls one at a
+time in queue order (``app_fifo``: stable by ``CallInfo.priority`` descending, which the manager
+raises for successors of dispatched calls), the same admission filters, then first engine holding
+the prefix (``ctx_aware``), else fewest remaining slots (``dag_aware``), else most; no task
+groups, no shared-prefix sets, no objectives (a call's bound is its hint, default unbounded),
+no latency/throughput preference.
+
+Decisions update a private copy of the loads; the manager applies the real accounting, and
+should set an engine's ``requests_bound`` from :meth:`ParrotScheduler.call_bound`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field
+
+from policies.cluster.base import (
+    CallInfo,
+    ClusterPolicy,
+    ClusterPolicyConfig,
+    EngineLoad,
+    register_cluster_policy,
+)
+from policies.dag import UNBOUNDED_TOKENS, lower
+
+
+@register_cluster_policy
+class ParrotSchedulerConfig(ClusterPolicyConfig):
+    """Switches of Parrot's manager (artifact ``DispatcherConfig`` defaults: all off)."""
+
+    policy: Literal["parrot"] = "parrot"
+    mode: Literal["paper", "artifact"] = "paper"
+    dag_aware: bool = False
+    app_fifo: bool = False
+    ctx_aware: bool = False
+    deduction: bool = True
+    task_groups: bool = True
+    max_requests_per_engine: int = Field(default=256, gt=0)
+    tokens_capacity: int | None = Field(default=None, gt=0)
+    latency_max_requests: int = Field(default=4, gt=0)
+    latency_max_tokens: int = Field(default=4096, gt=0)
+
+    def make(self, num_engines: int) -> ParrotScheduler:
+        return ParrotScheduler(self)
+
+
+@dataclass(slots=True)
+class _Load:
+    """The scheduler's private view of one engine during a dispatch call."""
+
+    index: int
+    num: int
+    tokens: int
+    cap: int
+    tokens_cap: int
+    bound: int
+    latency: int
+    prefixes: set[str] = field(default_factory=set)
+
+
+class ParrotScheduler(ClusterPolicy):
+    """Algorithm 1 / the artifact dispatcher (see module docstring)."""
+
+    def __init__(self, cfg: ParrotSchedulerConfig) -> None:
+        self.cfg = cfg
+
+    # ---- per-call facts ------------------------------------------------------------------
+    def objective(self, call: CallInfo) -> str | None:
+        """The call's objective as the scheduler uses it (None without deduction or in artifact
+        mode, whose runs had no deduction: bounds come from hints only)."""
+        if not self.cfg.deduction or self.cfg.mode == "artifact":
+            return None
+        return call.objective
+
+    def call_bound(self, call: CallInfo) -> int:
+        """Most requests an engine may hold for ``call`` to run there (lowered objective or
+        explicit hint); the manager keeps ``EngineLoad.requests_bound`` as the minimum of these
+        over an engine's calls."""
+        cfg = self.cfg
+        return lower(self.objective(call), call.max_requests, cfg.latency_max_requests,
+                     cfg.latency_max_tokens)[0]
+
+    # ---- dispatch ------------------------------------------------------------------------
+    def dispatch(self, queue: list[CallInfo], engines: list[EngineLoad],
+                 now: float) -> list[tuple[CallInfo, int]]:
+        cfg = self.cfg
+        cap_tokens = cfg.tokens_capacity if cfg.tokens_capacity is not None else UNBOUNDED_TOKENS
+        loads = [_Load(i, e.num_requests, e.reserved_tokens,
+                       min(e.max_requests, cfg.max_requests_per_engine),
+                       min(e.tokens_capacity, cap_tokens), e.requests_bound, e.latency_calls,
+                       set(e.prefixes)) for i, e in enumerate(engines)]
+        out: list[tuple[CallInfo, int]] = []
+        if cfg.mode == "artifact":
+            order = sorted(queue, key=lambda c: -c.priority) if cfg.app_fifo else list(queue)
+            for call in order:
+                self._place([call], loads, out)
+            return out
+        if cfg.app_fifo:
+            order = sorted(queue, key=lambda c: (c.app_seq, c.depth))
+        else:
+            order = sorted(queue, key=lambda c: c.depth)
+        groups: dict[str, list[CallInfo]] = {}
+        sharers: dict[str, list[CallInfo]] = {}
+        for c in order:
+            if c.task_group is not None:
+                groups.setdefault(c.task_group, []).append(c)
+            if c.shared_prefix is not None:
+                sharers.setdefault(c.shared_prefix, []).append(c)
+        done: set[int] = set()
+        for call in order:
+            if call.uid in done:
+                continue
+            if cfg.dag_aware and cfg.task_groups and call.task_group is not None:
+                unit = groups[call.task_group]
+            elif cfg.ctx_aware and call.shared_prefix is not None:
+                unit = sharers[call.shared_prefix]
+            else:
+                unit = [call]
+            unit = [c for c in unit if c.uid not in done]
+            done.update(c.uid for c in unit)
+            self._place(unit, loads, out)
+        return out
+
+    def _place(self, unit: list[CallInfo], loads: list[_Load],
+               out: list[tuple[CallInfo, int]]) -> None:
+        """Place ``unit`` on one engine, or split it over several if none takes it whole."""
+        while unit:
+            best: tuple | None = None
+            for load in loads:
+                m = self._fit(load, unit)
+                if m == 0:
+                    continue
+                key = self._rank(load, unit[:m], m)
+                if best is None or key < best[0]:
+                    best = (key, load, m)
+            if best is None:
+                return
+            _, load, m = best
+            for c in unit[:m]:
+                self._take(load, c)
+                out.append((c, load.index))
+            unit = unit[m:]
+
+    def _fit(self, load: _Load, unit: list[CallInfo]) -> int:
+        """How many leading calls of ``unit`` the engine admits together."""
+        m, tokens, bound = 0, load.tokens, load.bound
+        for c in unit:
+            n = load.num + m + 1
+            tokens += c.tokens
+            if n > load.cap or tokens > load.tokens_cap:
+                break
+            if self.cfg.dag_aware:
+                bound = min(bound, self.call_bound(c))
+                if n > bound:
+                    break
+            m += 1
+        return m
+
+    def _rank(self, load: _Load, part: list[CallInfo], m: int) -> tuple:
+        """Sort key of an engine for ``part`` (smaller is better)."""
+        cfg = self.cfg
+        slots = (min(load.cap, load.bound) if cfg.dag_aware else load.cap) - load.num
+        if cfg.mode == "artifact":
+            held = cfg.ctx_aware and part[0].shared_prefix in load.prefixes
+            if held:
+                return (0, load.index)
+            return (1, slots if cfg.dag_aware else -slots, load.index)
+        tier = 0
+        if cfg.dag_aware:
+            objs = {self.objective(c) for c in part}
+            if "latency" in objs:
+                budget = min(self.call_bound(c) for c in part if self.objective(c) == "latency")
+                within = (load.num + m <= budget and
+                          load.tokens + sum(c.tokens for c in part) <= cfg.latency_max_tokens)
+                tier = 0 if within else 1
+            elif "throughput" in objs:
+                tier = 0 if load.latency == 0 else 1
+        depth = self._held_depth(load, part[0]) if cfg.ctx_aware else 0
+        if depth > 0:
+            return (tier, -depth, -m, 0, load.index)
+        if cfg.dag_aware:
+            return (tier, 0, -m, slots, load.tokens_cap - load.tokens, load.index)
+        return (tier, 0, -m, -slots, load.index)
+
+    @staticmethod
+    def _held_depth(load: _Load, call: CallInfo) -> int:
+        """Tokens of the longest prefix of ``call`` whose context the engine holds."""
+        best = 0
+        for key, n in zip(call.prefix_keys, call.prefix_lens, strict=False):
+            if key in load.prefixes:
+                best = max(best, n)
+        if best == 0 and call.shared_prefix in load.prefixes:
+            best = 1
+        return best
+
+    def _take(self, load: _Load, call: CallInfo) -> None:
+        load.num += 1
+        load.tokens += call.tokens
+        if self.cfg.dag_aware:
+            load.bound = min(load.bound, self.call_bound(call))
+        if self.objective(call) == "latency":
+            load.latency += 1
+        if call.shared_prefix is not None:
+            load.prefixes.add(call.shared_prefix)

@@ -1,0 +1,298 @@
+"""Parrot's engine-local scheduler (artifact ``parrot/engine/scheduler.py``), tag ``parrot``.
+
+experiments.md sections 1.4 and 4. A call is served by jobs: one Fill per prompt chunk (the whole
+prompt unless ``fill_chunk_size``), then one Generate that runs until the output is complete. A
+job joins the tail of the engine's FIFO waiting queue when the previous job of its call has
+finished (a forked call's first Fill only once its prefix context is ready), so a sequence whose
+fill just completed re-enters the queue as a Generate job. Each iteration:
+
+* ``fifo`` (default): admit waiting jobs in FIFO order while ``jobs + 1 <= max_batch_size`` and
+  ``batched tokens + (fill tokens, or 1 per Generate) <= max_num_batched_tokens`` (running
+  Generates count one token each); Fills and Generates mix in one iteration. Then sort the
+  running jobs by (arrival at the engine, uid) and walk them accumulating each context length
+  (a forked prefix counted again per job); the first job that would exceed ``max_total_tokens``
+  and every job after it are held back: pushed to the head of the waiting queue one by one (so
+  in reverse order), keeping their KV (the artifact calls it preemption).
+* ``fifo_v2``: the same, but running jobs are sorted by ``Sequence.order`` (app arrival rank,
+  then uid): app-level FIFO. The artifact sorted by process id only (stable), so jobs of one app
+  kept their list order, which the reversed re-insertion of held-back jobs flips from one
+  iteration to the next; the uid tie-break makes the order total and the iterations repeatable.
+* ``tgi``: if some Fill is waiting, run a prefill-only iteration with the waiting Fills in order
+  up to ``max_num_batched_tokens`` (no batch-size cap) and put every running Generate back at
+  the head of the waiting queue; otherwise as ``fifo``.
+
+Forked sequences (``prefix_ctx`` set) allocate ``kv.create(prefix_ctx)`` and fill only
+``fill_target - filled`` tokens (``filled`` starts at ``cached_len``). Fill and Generate are
+separate (``prefill_emits_token = False``).
+
+Not in the artifact (which had no memory checks and could spin on an empty batch), so that a
+simulation never crashes or stalls: a Fill whose blocks do not fit is not admitted (later Fills
+wait behind it; later Generates may still be admitted); a Generate that cannot get a block is
+held back like a preempted job; if that leaves nothing to run, the newest sequences holding KV
+are preempted by recompute until the oldest held Generate fits; and the first job of the walk
+always runs even if its context alone exceeds ``max_total_tokens``, as does a job alone in
+an iteration whose fill exceeds ``max_num_batched_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from policies.engine.base import (
+    EnginePolicy,
+    EnginePolicyConfig,
+    EngineState,
+    register_engine_policy,
+    steps_within_blocks,
+)
+from sim.sequence import Batch, Sequence
+
+
+@register_engine_policy
+class ParrotEngineConfig(EnginePolicyConfig):
+    """Parrot engine JSON ``scheduler`` knobs plus ``num_kv_cache_blocks``/``fill_chunk_size``."""
+
+    policy: Literal["parrot"] = "parrot"
+    runtime: ClassVar[str] = "parrot"
+    scheduler: Literal["fifo", "fifo_v2", "tgi"] = "fifo"
+    max_batch_size: int = Field(default=256, gt=0)
+    max_num_batched_tokens: int = Field(default=2560, gt=0)
+    max_total_tokens: int | None = Field(default=None, gt=0)
+    num_kv_cache_blocks: int | None = Field(default=None, gt=0)
+    fill_chunk_size: int | None = Field(default=None, gt=0)
+
+    def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
+        if self.num_kv_cache_blocks is not None:
+            return self.num_kv_cache_blocks
+        return super().kv_blocks(capacity_tokens, block_size)
+
+    def make(self) -> ParrotEnginePolicy:
+        return ParrotEnginePolicy(self)
+
+
+def _ready(seq: Sequence) -> bool:
+    """Whether a sequence may start: no prefix, or its prefix fill has completed."""
+    return seq.ctx is not None or seq.prefix_ctx is None or getattr(seq.prefix_ctx, "ready", True)
+
+
+class ParrotEnginePolicy(EnginePolicy):
+    """The decision logic of Parrot's engine scheduler (see module docstring)."""
+
+    prefill_emits_token = False
+
+    def __init__(self, cfg: ParrotEngineConfig) -> None:
+        self.cfg = cfg
+        self._gen: set[int] = set()  # uids running a Generate job
+        self._parked: set[int] = set()  # uids waiting for their prefix context
+        self._held: set[int] = set()  # uids the last walk held back
+        self._unstable = False  # the last iteration held back for memory or preempted
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _key(self, seq: Sequence) -> tuple:
+        if self.cfg.scheduler == "fifo_v2":
+            return seq.order
+        return (seq.arrived, seq.uid)
+
+    def _fill_tokens(self, seq: Sequence) -> int:
+        chunk = self.cfg.fill_chunk_size
+        return seq.to_fill if chunk is None else min(seq.to_fill, chunk)
+
+    @staticmethod
+    def _fill_blocks(state: EngineState, seq: Sequence, n: int) -> int:
+        kv = state.kv
+        return kv.blocks_for(n) if seq.ctx is None else kv.extra_blocks(seq.ctx, n)
+
+    def _settle(self, state: EngineState) -> None:
+        """Finished Fill jobs leave ``running``; their next job joins the waiting tail, as do
+        forked calls whose prefix became ready."""
+        running, done = [], []
+        for s in state.running:
+            (running if s.uid in self._gen else done).append(s)
+        state.running = running
+        self._gen = {s.uid for s in running}
+        if self._parked:
+            ready = [s for s in state.waiting if s.uid in self._parked and _ready(s)]
+            for s in ready:
+                state.waiting.remove(s)
+                self._parked.discard(s.uid)
+            done.extend(ready)
+        state.waiting.extend(done)
+
+    def _admit(self, state: EngineState, dry: bool = False) -> list[tuple[Sequence, int]]:
+        """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate)."""
+        cfg = self.cfg
+        jobs = batched = len(state.running)
+        free = state.kv.free_blocks
+        fills_blocked = False
+        out: list[tuple[Sequence, int]] = []
+        for s in state.waiting:
+            if not _ready(s):
+                if not dry:
+                    self._parked.add(s.uid)
+                continue
+            n = self._fill_tokens(s) if s.to_fill > 0 else 0
+            if jobs + 1 > cfg.max_batch_size or (
+                    jobs and batched + max(n, 1) > cfg.max_num_batched_tokens):
+                break
+            if n:
+                need = self._fill_blocks(state, s, n)
+                if fills_blocked or need > free:
+                    fills_blocked = True
+                    continue
+                free -= need
+            out.append((s, n))
+            jobs += 1
+            batched += max(n, 1)
+        return out
+
+    def _take(self, state: EngineState, jobs: list[tuple[Sequence, int]]) -> None:
+        taken = {s.uid for s, _ in jobs}
+        waiting = state.waiting
+        while waiting and taken and waiting[0].uid in taken:  # usually a prefix of the queue
+            taken.discard(waiting.popleft().uid)
+        if taken:
+            kept = [s for s in waiting if s.uid not in taken]
+            waiting.clear()
+            waiting.extend(kept)
+        state.running.extend(s for s, _ in jobs)
+
+    # ---- scheduling ----------------------------------------------------------------------
+    def schedule(self, state: EngineState) -> Batch:
+        self._settle(state)
+        self._held, self._unstable = set(), False
+        if self.cfg.scheduler == "tgi":
+            batch = self._prefill_only(state)
+            if batch is not None:
+                return batch
+        jobs = self._admit(state)
+        fill_n = {s.uid: n for s, n in jobs if n}
+        self._take(state, jobs)
+        state.running.sort(key=self._key)
+        limit = self.cfg.max_total_tokens
+        total, survivors, held = 0, [], []
+        for s in state.running:
+            c = s.kv_tokens
+            if held or (limit is not None and survivors and total + c > limit):
+                held.append(s)
+            else:
+                survivors.append(s)
+                total += c
+        kv = state.kv
+        prefills = []
+        for s in survivors:
+            if s.uid in fill_n:
+                if s.ctx is None:
+                    s.ctx = kv.create(s.prefix_ctx)
+                kv.grow(s.ctx, fill_n[s.uid])
+                prefills.append((s, fill_n[s.uid]))
+        decodes, short = [], []
+        for s in survivors:
+            if s.uid in fill_n:
+                continue
+            if s.ctx is None:  # a fork whose whole prompt is cached
+                s.ctx = kv.create(s.prefix_ctx)
+            if kv.can_grow(s.ctx, 1):
+                kv.grow(s.ctx, 1)
+                decodes.append(s)
+            else:
+                short.append(s)
+        self._unstable = bool(short) or any(s.uid in fill_n for s in held)
+        if not prefills and not decodes:  # stuck for memory: free some, run the oldest job
+            cands = [s for s in (*state.running, *state.waiting) if _ready(s)]
+            if cands:
+                self._unstable = True
+                prefills, decodes = self._unstick(state, min(cands, key=self._key), fill_n)
+        ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
+        back = [s for s in state.running if id(s) not in ran]
+        state.running = [s for s in state.running if id(s) in ran]
+        state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
+        self._held = {s.uid for s in held}
+        self._gen = {s.uid for s in state.running if s.uid not in fill_n}
+        return Batch(prefills=prefills, decodes=decodes)
+
+    def _prefill_only(self, state: EngineState) -> Batch | None:
+        """tgi: Fills from the waiting queue in order; running Generates go back to the head."""
+        kv, cfg = state.kv, self.cfg
+        free, tokens = kv.free_blocks, 0
+        jobs: list[tuple[Sequence, int]] = []
+        for s in state.waiting:
+            if s.to_fill == 0:
+                continue
+            if not _ready(s):
+                self._parked.add(s.uid)
+                continue
+            n = self._fill_tokens(s)
+            need = self._fill_blocks(state, s, n)
+            if (jobs and tokens + n > cfg.max_num_batched_tokens) or need > free:
+                break
+            jobs.append((s, n))
+            tokens += n
+            free -= need
+        if not jobs:
+            return None
+        gens = state.running
+        state.running = []
+        self._take(state, jobs)
+        state.waiting.extendleft(reversed(gens))
+        self._gen = set()
+        for s, n in jobs:
+            if s.ctx is None:
+                s.ctx = kv.create(s.prefix_ctx)
+            kv.grow(s.ctx, n)
+        self._unstable = True
+        return Batch(prefills=jobs)
+
+    def _unstick(self, state: EngineState, seq: Sequence, fill_n: dict[int, int]
+                 ) -> tuple[list[tuple[Sequence, int]], list[Sequence]]:
+        """Preempt the newest sequences holding KV (by recompute) until the oldest job ``seq``
+        fits, then run it alone; returns (prefills, decodes), empty if it never fits."""
+        kv = state.kv
+        n = self._fill_tokens(seq) if seq.to_fill > 0 else 0
+        victims = [s for s in (*state.running, *state.waiting)
+                   if s.ctx is not None and s is not seq]
+        victims.sort(key=self._key)
+
+        def fits() -> bool:
+            if n:
+                return self._fill_blocks(state, seq, n) <= kv.free_blocks
+            return kv.free_blocks >= 1 if seq.ctx is None else kv.can_grow(seq.ctx, 1)
+
+        while not fits() and victims:
+            v = victims.pop()
+            kv.release(v.ctx)
+            v.ctx = None
+            v.filled = v.cached_len
+            v.fill_target = v.prompt_len + v.generated
+            v.preemptions += 1
+            fill_n.pop(v.uid, None)
+        if not fits():
+            return [], []
+        if seq in state.waiting:
+            state.waiting.remove(seq)
+            state.running.append(seq)
+        if seq.ctx is None:
+            seq.ctx = kv.create(seq.prefix_ctx)
+        if n:
+            kv.grow(seq.ctx, n)
+            fill_n[seq.uid] = n
+            return [(seq, n)], []
+        kv.grow(seq.ctx, 1)
+        fill_n.pop(seq.uid, None)
+        return [], [seq]
+
+    def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
+        if batch.prefills or not batch.decodes or self._unstable:
+            return 1
+        if {s.uid for s, _ in self._admit(state, dry=True)} != self._held:
+            return 1  # the next iteration would admit other jobs
+        decodes = batch.decodes
+        steps = min(s.remaining for s in decodes)
+        limit = self.cfg.max_total_tokens
+        if limit is not None and len(decodes) > 1:
+            before = sum(s.kv_tokens - 1 for s in decodes)  # the lengths this walk used
+            steps = min(steps, (limit - before) // len(decodes) + 1)
+        steps = steps_within_blocks([s.ctx.tokens for s in decodes], state.kv.free_blocks,
+                                    state.kv.block_size, steps)
+        return max(1, steps)
