@@ -1,0 +1,228 @@
+"""Paged split-KV decode attention (Triton): the fair, non-sharing baseline.
+
+One query token per sequence, KV in pages of 16 tokens addressed through a block table,
+grouped-query attention (the G query heads of one KV head are the rows of a ``tl.dot``, padded
+to 16), split-KV with a log-sum-exp reduce. Grid order puts the batch index fastest, so programs
+that run together read the same pages when block tables share physical prefix pages (the L2
+reuse that vLLM/SGLang prefix caching gets).
+
+``decode_tile`` and ``merge_kernel`` are reused by the shared-prefix kernel for the suffix phase.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels._common import INTERPRET, LOG2E, PAGE_SIZE, default_scale, mma, num_sms
+
+
+@triton.jit
+def decode_tile(
+    q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
+    b, kvh, split, slot, qk_scale, HQ, n_slots,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    stride_btb, stride_ob, stride_oh, NUM_SPLITS,
+    G: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
+    D: tl.constexpr, PAGE: tl.constexpr, DIRECT: tl.constexpr, F32: tl.constexpr,
+    MERGE: tl.constexpr = False,
+):
+    """Attention of the G query heads of (sequence b, kv head kvh) over one KV split.
+
+    Writes the normalised partial output and lse2 to partial slot ``slot`` or, with DIRECT
+    (one split), the final output (KV dtype) and natural-log LSE. With MERGE (and DIRECT) the
+    partial states already in slots ``0..slot-1`` are merged in first (chained cascade).
+    """
+    seq_len = tl.load(lens_ptr + b)
+    split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BLOCK_N) * BLOCK_N
+    start = split * split_len
+    end = tl.minimum(start + split_len, seq_len)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BLOCK_N)
+    hmask = offs_h < G
+    heads = kvh * G + offs_h
+    q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=hmask[:, None], other=0.0)
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, D], tl.float32)
+    bt_row = bt_ptr + b.to(tl.int64) * stride_btb
+    for n0 in range(start, end, BLOCK_N):
+        tok = n0 + offs_n
+        nmask = tok < end
+        page = tl.load(bt_row + tok // PAGE, mask=nmask, other=0).to(tl.int64)
+        in_page = tok % PAGE
+        k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
+        k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        s = mma(q, tl.trans(k), F32) * qk_scale
+        s = tl.where(nmask[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_rows = page * stride_vp + in_page * stride_vt + kvh * stride_vh
+        v = tl.load(v_ptr + v_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
+        m_i = m_new
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    o = acc / l_safe[:, None]
+    lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
+    if MERGE:  # fold in the states of partial slots 0..slot-1 (e.g. the shared prefix's)
+        base = (b * HQ + heads).to(tl.int64) * n_slots
+        mx = lse2
+        wsum = tl.where(lse2 == float("-inf"), 0.0, 1.0)
+        o = o * wsum[:, None]
+        for s in range(0, slot):
+            ls = tl.load(plse_ptr + base + s, mask=hmask, other=float("-inf"))
+            os = tl.load(po_ptr + (base + s)[:, None] * D + offs_d[None, :], mask=hmask[:, None],
+                         other=0.0)
+            mn = tl.maximum(mx, ls)
+            mn = tl.where(mn == float("-inf"), 0.0, mn)
+            a = tl.exp2(mx - mn)
+            c = tl.exp2(ls - mn)
+            o = o * a[:, None] + os * c[:, None]
+            wsum = wsum * a + c
+            mx = mn
+        o = o / tl.where(wsum > 0, wsum, 1.0)[:, None]
+        lse2 = tl.where(wsum > 0, mx + tl.log2(tl.where(wsum > 0, wsum, 1.0)), float("-inf"))
+    if DIRECT:
+        tl.store(out_ptr + b * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
+                 o.to(out_ptr.dtype.element_ty), mask=hmask[:, None])
+        tl.store(lse_ptr + b * HQ + heads, lse2 * 0.6931471805599453, mask=hmask)
+    else:
+        base = (b * HQ + heads).to(tl.int64) * n_slots + slot
+        tl.store(po_ptr + base[:, None] * D + offs_d[None, :], o, mask=hmask[:, None])
+        tl.store(plse_ptr + base, lse2, mask=hmask)
+
+
+@triton.jit
+def _decode_kernel(
+    q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
+    slot0, qk_scale, HQ, n_slots,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    stride_btb, stride_ob, stride_oh, NUM_SPLITS,
+    G: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
+    D: tl.constexpr, PAGE: tl.constexpr, DIRECT: tl.constexpr, F32: tl.constexpr,
+    MERGE: tl.constexpr,
+):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    split = tl.program_id(2)
+    decode_tile(q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
+                b, kvh, split, slot0 + split, qk_scale, HQ, n_slots,
+                stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                stride_vp, stride_vt, stride_vh, stride_btb, stride_ob, stride_oh,
+                NUM_SPLITS, G, BLOCK_H, BLOCK_N, D, PAGE, DIRECT, F32, MERGE)
+
+
+@triton.jit
+def merge_kernel(po_ptr, plse_ptr, out_ptr, lse_ptr, HQ, n_slots, stride_ob, stride_oh,
+                 D: tl.constexpr, BLOCK_S: tl.constexpr):
+    """Merge the ``n_slots`` partial states of (sequence, head) = program (0, 1) by LSE."""
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, D)
+    smask = offs_s < n_slots
+    base = (b * HQ + h).to(tl.int64) * n_slots
+    lse = tl.load(plse_ptr + base + offs_s, mask=smask, other=float("-inf"))
+    m = tl.max(lse, 0)
+    m = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(lse - m)
+    wsum = tl.sum(w, 0)
+    o = tl.load(po_ptr + (base + offs_s)[:, None] * D + offs_d[None, :],
+                mask=smask[:, None], other=0.0)
+    out = tl.sum(o * w[:, None], 0) / tl.where(wsum > 0, wsum, 1.0)
+    tl.store(out_ptr + b * stride_ob + h * stride_oh + offs_d, out.to(out_ptr.dtype.element_ty))
+    lse_out = tl.where(wsum > 0, (m + tl.log2(wsum)) * 0.6931471805599453, float("-inf"))
+    tl.store(lse_ptr + b * HQ + h, lse_out)
+
+
+def choose_num_splits(programs: int, max_len: int, device: torch.device,
+                      min_split_tokens: int = 256, waves: float = 2.0) -> int:
+    """KV splits so that ``programs * splits`` fills ``waves`` waves of SMs, each split holding
+    at least ``min_split_tokens`` of the longest possible sequence (``max_len`` tokens)."""
+    want = -(-int(waves * num_sms(device)) // max(programs, 1))
+    cap = max(1, -(-max_len // min_split_tokens))
+    return int(max(1, min(want, cap, 64)))
+
+
+def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float,
+                  num_splits: int, out: torch.Tensor | None, lse: torch.Tensor | None,
+                  po: torch.Tensor | None, plse: torch.Tensor | None, slot0: int = 0,
+                  block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
+                  merge: bool = False) -> None:
+    """Launch the split-KV decode kernel. With ``po``/``plse`` (fp32 [B, Hq, S, D] / [B, Hq, S])
+    it writes partial states into slots ``slot0 .. slot0+num_splits-1``; else (one split) it
+    writes ``out`` [B, Hq, D] and natural-log ``lse`` [B, Hq] directly. ``merge`` (one split,
+    ``out`` and ``po`` given): merge the states in slots ``0..slot0-1`` and write ``out``."""
+    B, HQ, D = q.shape
+    _, page, HKV, _ = k_cache.shape
+    G = HQ // HKV
+    direct = out is not None
+    assert direct == (num_splits == 1 and (po is None or merge))
+    dummy = q if po is None else po
+    _decode_kernel[(B, HKV, num_splits)](
+        q, k_cache, v_cache, block_tables, seq_lens,
+        dummy if po is None else po, dummy if po is None else plse,
+        out if direct else dummy, lse if direct else dummy,
+        slot0, sm_scale * LOG2E, HQ, 1 if po is None else po.shape[2],
+        q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3],
+        block_tables.stride(0), *(out.stride()[:2] if direct else (0, 0)), num_splits, G=G, BLOCK_H=max(16, triton.next_power_of_2(G)),
+        BLOCK_N=block_n, D=D, PAGE=page, DIRECT=direct, F32=INTERPRET, MERGE=merge,
+        num_warps=num_warps, num_stages=num_stages,
+    )
+
+
+def launch_merge(po: torch.Tensor, plse: torch.Tensor, out: torch.Tensor,
+                 lse: torch.Tensor) -> None:
+    """Merge partial states ``po`` [B, Hq, S, D] / ``plse`` [B, Hq, S] into ``out``, ``lse``."""
+    B, HQ, S, D = po.shape
+    merge_kernel[(B, HQ)](po, plse, out, lse, HQ, S, out.stride(0), out.stride(1),
+                          D=D, BLOCK_S=max(2, triton.next_power_of_2(S)), num_warps=4)
+
+
+def paged_decode_attention(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+    block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float | None = None,
+    num_splits: int | None = None, block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
+    out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode attention of one query token per sequence over a paged KV cache.
+
+    Args:
+        q: [B, Hq, D] query (bf16/fp16), Hq a multiple of Hkv.
+        k_cache, v_cache: [num_pages, 16, Hkv, D] (NHD), same dtype as q.
+        block_tables: int32 [B, max_pages]; token t of sequence b lives in page
+            ``block_tables[b, t // 16]`` at slot ``t % 16``.
+        seq_lens: int32 [B], KV tokens per sequence (0 allowed: output 0, lse -inf).
+        sm_scale: softmax scale (default 1/sqrt(D)).
+        num_splits: KV splits per sequence (default from :func:`choose_num_splits` using the
+            table width, so no host sync; fixed splits keep CUDA-graph capture valid).
+    Returns:
+        ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
+        ``ln sum_j exp(sm_scale * q.k_j)``.
+    """
+    B, HQ, D = q.shape
+    scale = default_scale(D, sm_scale)
+    if num_splits is None:
+        num_splits = choose_num_splits(B * k_cache.shape[2],
+                                       block_tables.shape[1] * k_cache.shape[1], q.device)
+    out = torch.empty_like(q) if out is None else out
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
+    if num_splits == 1:
+        launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, 1, out, lse, None,
+                      None, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
+        return out, lse
+    po = torch.empty(B, HQ, num_splits, D, dtype=torch.float32, device=q.device)
+    plse = torch.empty(B, HQ, num_splits, dtype=torch.float32, device=q.device)
+    launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, None, None,
+                  po, plse, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
+    launch_merge(po, plse, out, lse)
+    return out, lse
+
+
+__all__ = ["PAGE_SIZE", "choose_num_splits", "paged_decode_attention"]

@@ -1,0 +1,215 @@
+"""Shared-prefix ("cascade") decode attention (Triton), Parrot's kernel.
+
+A batch of B sequences shares a prefix of ``prefix_len`` tokens stored once in ``prefix_pages``;
+each sequence also has its own suffix in its own pages. Phase 1 loads each prefix KV tile once
+for *all* queries: the rows of the tensor-core tile are (sequence, query head of this KV head)
+pairs, so a [BM, D] x [D, BN] product replaces BM matrix-vector products and the prefix is read
+from HBM once instead of B times. Phase 2 is the paged split-KV decode of each suffix
+(:func:`kernels.paged_decode.decode_tile`). Both write partial states (o, lse2); a reduce merges
+them by log-sum-exp. ``mode="fused"`` runs phases 1 and 2 as one launch (prefix tiles first, then
+suffix tiles), ``mode="separate"`` as two.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels._common import INTERPRET, LOG2E, default_scale, mma, num_sms
+from kernels.paged_decode import choose_num_splits, decode_tile, launch_decode, launch_merge
+
+
+@triton.jit
+def prefix_tile(
+    q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+    rb, kvh, split, split_len, qk_scale, n_rows, HQ, n_slots,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    G: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+    F32: tl.constexpr,
+):
+    """Rows ``rb*BM ..`` of the (sequence, head-in-group) matrix of KV head ``kvh`` against
+    prefix tokens ``[split*split_len, (split+1)*split_len)``; partial state to slot ``split``."""
+    rows = rb * BM + tl.arange(0, BM)
+    rmask = rows < n_rows
+    seq = rows // G
+    heads = kvh * G + rows % G
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BN)
+    q = tl.load(q_ptr + seq[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=rmask[:, None], other=0.0)
+    start = split * split_len
+    end = tl.minimum(start + split_len, prefix_len)
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    for n0 in range(start, end, BN):
+        tok = n0 + offs_n
+        nmask = tok < end
+        page = tl.load(pages_ptr + tok // PAGE, mask=nmask, other=0).to(tl.int64)
+        in_page = tok % PAGE
+        k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
+        k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        s = mma(q, tl.trans(k), F32) * qk_scale
+        s = tl.where(nmask[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_rows = page * stride_vp + in_page * stride_vt + kvh * stride_vh
+        v = tl.load(v_ptr + v_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
+        m_i = m_new
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
+    base = (seq * HQ + heads).to(tl.int64) * n_slots + split
+    tl.store(po_ptr + base[:, None] * D + offs_d[None, :], acc / l_safe[:, None],
+             mask=rmask[:, None])
+    tl.store(plse_ptr + base, lse2, mask=rmask)
+
+
+@triton.jit
+def _prefix_kernel(
+    q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+    split_len, qk_scale, n_rows, HQ, n_slots,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    G: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+    F32: tl.constexpr,
+):
+    prefix_tile(q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+                tl.program_id(0), tl.program_id(1), tl.program_id(2), split_len, qk_scale,
+                n_rows, HQ, n_slots, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                stride_vp, stride_vt, stride_vh, G, BM, BN, D, PAGE, F32)
+
+
+@triton.jit
+def _cascade_kernel(
+    q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, sbt_ptr, slens_ptr, po_ptr, plse_ptr,
+    split_len, qk_scale, n_rows, B, HQ, HKV, n_slots, RB, n_prefix_progs,
+    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    stride_btb, NSP, NSS, G: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    BLOCK_H: tl.constexpr, BN_S: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+    F32: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if pid < n_prefix_progs:
+        rest = pid // RB
+        prefix_tile(q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+                    pid % RB, rest % HKV, rest // HKV, split_len, qk_scale, n_rows, HQ,
+                    n_slots, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                    stride_vp, stride_vt, stride_vh, G, BM, BN, D, PAGE, F32)
+    else:
+        j = pid - n_prefix_progs
+        rest = j // B
+        split = rest // HKV
+        decode_tile(q_ptr, k_ptr, v_ptr, sbt_ptr, slens_ptr, po_ptr, plse_ptr, po_ptr, plse_ptr,
+                    j % B, rest % HKV, split, NSP + split, qk_scale, HQ, n_slots,
+                    stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                    stride_vp, stride_vt, stride_vh, stride_btb, 0, 0,
+                    NSS, G, BLOCK_H, BN_S, D, PAGE, False, F32, False)
+
+
+def prefix_tiles(batch: int, group: int, prefix_len: int, num_kv_heads: int,
+                 device: torch.device, split_tokens: int | None = None,
+                 waves: float = 2.0, block_n: int = 64,
+                 block_m: int | None = None) -> tuple[int, int, int, int, int]:
+    """Tile choice by batch size: returns ``(BM, BN, num_warps, split_len, num_splits)``.
+
+    BM = rows (sequences x query heads of one KV head) per tile: 16/32/64/128 for up to 16/32/64/
+    more rows. The prefix is cut into splits of ``split_len`` tokens (a multiple of BN) so that
+    row-blocks x KV heads x splits fills ``waves`` waves of SMs, unless ``split_tokens`` is given.
+    """
+    rows = batch * group
+    bm = block_m or (16 if rows <= 16 else 32 if rows <= 32 else 64 if rows <= 64 else 128)
+    bn = block_n
+    warps = 8 if bm == 128 else 4
+    if split_tokens is None:
+        progs = -(-rows // bm) * num_kv_heads
+        want = max(1, -(-int(waves * num_sms(device)) // progs))
+        split_tokens = -(-max(prefix_len, 1) // want)
+        split_tokens = max(split_tokens, 256)
+    split_len = -(-split_tokens // bn) * bn
+    return bm, bn, warps, split_len, max(1, -(-prefix_len // split_len))
+
+
+def shared_prefix_decode_attention(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+    prefix_pages: torch.Tensor, prefix_len: int,
+    suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
+    sm_scale: float | None = None, mode: str = "auto", prefix_split_tokens: int | None = None,
+    suffix_splits: int | None = None, num_stages: int = 2, prefix_block_n: int = 64,
+    suffix_block_n: int = 64, suffix_stages: int = 3, prefix_block_m: int | None = None,
+    out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode attention for B sequences that share a prefix.
+
+    Args:
+        q: [B, Hq, D] one query token per sequence.
+        k_cache, v_cache: [num_pages, 16, Hkv, D] paged KV cache (NHD).
+        prefix_pages: int32 [>= ceil(prefix_len/16)] pages of the shared prefix; its tokens are
+            positions ``0..prefix_len-1`` of every sequence (any length, a partial last page ok).
+        prefix_len: shared prefix tokens (Python int; fixed per CUDA graph).
+        suffix_block_tables: int32 [B, max_suffix_pages]; suffix token j of sequence b (position
+            ``prefix_len + j``) lives at page ``suffix_block_tables[b, j // 16]``, slot ``j % 16``.
+        suffix_lens: int32 [B] suffix tokens per sequence (0 allowed).
+        mode: "auto" (fused when B*G <= 32, else separate: measured on the H200, NOTES.md),
+            "fused" (prefix and suffix tiles in one launch, then a merge launch),
+            "separate" (prefix, suffix, merge: three launches) or "chained" (prefix launch,
+            then one suffix launch that merges the prefix states in its epilogue, as in
+            Parrot; the suffix is not split).
+        prefix_split_tokens / suffix_splits: override the split heuristics.
+        num_stages / prefix_block_n, suffix_stages / suffix_block_n: tile pipelining;
+            prefix_block_m: rows per prefix tile (default by batch, see prefix_tiles).
+        out, lse: optional output buffers ([B, Hq, D] q.dtype, [B, Hq] fp32).
+    Returns:
+        ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32 natural log)`` over prefix + suffix.
+    """
+    B, HQ, D = q.shape
+    _, page, HKV, _ = k_cache.shape
+    G = HQ // HKV
+    scale = default_scale(D, sm_scale) * LOG2E
+    bm, bn, warps, split_len, nsp = prefix_tiles(B, G, prefix_len, HKV, q.device,
+                                                 prefix_split_tokens, block_n=prefix_block_n,
+                                                 block_m=prefix_block_m)
+    nss = suffix_splits or choose_num_splits(B * HKV, suffix_block_tables.shape[1] * page,
+                                             q.device)
+    if mode == "auto":
+        mode = "fused" if B * G <= 32 else "separate"
+    if mode == "chained":
+        nss = 0
+    n_slots = nsp + nss
+    po = torch.empty(B, HQ, n_slots, D, dtype=torch.float32, device=q.device)
+    plse = torch.empty(B, HQ, n_slots, dtype=torch.float32, device=q.device)
+    rb = -(-(B * G) // bm)
+    strides = (q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3])
+    if mode == "fused":
+        n_pre = rb * HKV * nsp
+        _cascade_kernel[(n_pre + B * HKV * nss,)](
+            q, k_cache, v_cache, prefix_pages, prefix_len, suffix_block_tables, suffix_lens,
+            po, plse, split_len, scale, B * G, B, HQ, HKV, n_slots, rb, n_pre,
+            *strides, suffix_block_tables.stride(0), nsp, nss, G=G, BM=bm, BN=bn, BLOCK_H=max(16, triton.next_power_of_2(G)),
+            BN_S=suffix_block_n, D=D, PAGE=page, F32=INTERPRET, num_warps=warps,
+            num_stages=num_stages)
+    elif mode in ("separate", "chained"):
+        _prefix_kernel[(rb, HKV, nsp)](
+            q, k_cache, v_cache, prefix_pages, prefix_len, po, plse, split_len, scale, B * G,
+            HQ, n_slots, *strides, G=G, BM=bm, BN=bn, D=D, PAGE=page, F32=INTERPRET,
+            num_warps=warps, num_stages=num_stages)
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    out = torch.empty_like(q) if out is None else out
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
+    if mode == "chained":
+        launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, 1,
+                      out, lse, po, plse, slot0=nsp, block_n=suffix_block_n,
+                      num_stages=suffix_stages, merge=True)
+        return out, lse
+    if mode == "separate":
+        launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, nss,
+                      None, None, po, plse, slot0=nsp, block_n=suffix_block_n,
+                      num_stages=suffix_stages)
+    launch_merge(po, plse, out, lse)
+    return out, lse
+
+
+__all__ = ["prefix_tiles", "shared_prefix_decode_attention"]
