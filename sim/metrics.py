@@ -14,8 +14,11 @@ for memory. Metric names match the report's ids where they overlap:
 * ``mean_engine_latency``: from a call's arrival at its engine to its last token (the Bing
   benchmark's per-request latency);
 * ``mean_jct_<kind>``: mean completion time of the foreground apps of each kind;
-* ``peak_kv_memory``: largest KV memory any engine held (GB);
-* ``throughput``: output tokens per second over the run.
+* ``peak_kv_memory``: largest KV memory any engine held (GB), ``peak_kv_fraction`` the largest
+  share of an engine's KV blocks in use (1.0: the run hit the memory ceiling);
+* ``throughput``: output tokens per second over the run;
+* ``memory_stalls``: times an engine policy held work back for lack of KV blocks where the real
+  engine had no such check (see ``EnginePolicy.memory_stalls``).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> p
             "peak_kv_blocks": e.kv.peak_blocks,
             "peak_kv_gb": e.kv.peak_blocks * bytes_per_block / 1e9,
             "extrapolated": e.cost.extrapolated,
+            "memory_stalls": e.policy.memory_stalls,
         })
     return pd.DataFrame(rows)
 
@@ -109,9 +113,12 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
         "throughput": float(done["output_len"].sum()) / makespan if makespan > 0 else 0.0,
         "makespan": makespan,
         "peak_kv_memory": float(engines["peak_kv_gb"].max()) if len(engines) else 0.0,
+        "peak_kv_fraction": float((engines["peak_kv_blocks"] / engines["kv_blocks"]).max())
+        if len(engines) else 0.0,
         "preemptions": float(done["preemptions"].sum()),
         "mean_batch": _mean(engines["mean_batch"]),
         "extrapolated": float(engines["extrapolated"].sum()),
+        "memory_stalls": float(engines["memory_stalls"].sum()),
         **by_kind,
     }
 

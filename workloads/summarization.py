@@ -90,13 +90,13 @@ class ChainSummary(WorkloadConfig):
     """Chain (refine) summarization of arXiv documents; one app per document, all arriving at
     ``start`` (Fig 11: one document per run; Fig 12b: ``first_docs`` N of ``arxiv_march_30``).
 
-    ``docs`` lists document indices; ``first_docs`` (if set) replaces it with 0..N-1.
+    ``docs`` lists document indices (default: document 0); ``first_docs: N`` means 0..N-1.
     """
 
     kind: Literal["chain_summary"] = "chain_summary"
     figure: ClassVar[str] = "11, 12b, 13"
     doc_set: DocSet = "arxiv_march_10"
-    docs: list[int] = Field(default=[0], min_length=1)
+    docs: list[int] | None = Field(default=None, min_length=1)
     first_docs: int | None = Field(default=None, gt=0)
     chunk_size: Literal[512, 1024, 1536, 2048] = 1024
     output_len: int = Field(default=50, gt=0)
@@ -105,14 +105,16 @@ class ChainSummary(WorkloadConfig):
 
     @model_validator(mode="after")
     def _check(self) -> ChainSummary:
-        if self.first_docs is not None and "docs" in self.model_fields_set:
+        if self.first_docs is not None and self.docs is not None:
             raise ValueError("give either docs or first_docs, not both")
         check_docs(self.doc_set, self.doc_list(), self.chunk_size)
         return self
 
     def doc_list(self) -> list[int]:
         """The documents summarized, one app each."""
-        return list(range(self.first_docs)) if self.first_docs is not None else list(self.docs)
+        if self.first_docs is not None:
+            return list(range(self.first_docs))
+        return list(self.docs) if self.docs is not None else [0]
 
     def build(self, rng: np.random.Generator) -> list[App]:
         return [chain_summary_app(f"chain-{d}", self.start, self.doc_set, d, self.chunk_size,

@@ -34,6 +34,10 @@ class EnginePolicy:
 
     #: whether the iteration that completes a prompt also emits the first output token
     prefill_emits_token: ClassVar[bool] = True
+    #: times the policy had to hold work back or recompute for lack of KV blocks where the real
+    #: engine had no such check (Parrot's engine crashed: the report marks such runs as out of
+    #: memory); policies whose real engine handles it (vLLM's preemption) leave it at 0
+    memory_stalls: int = 0
 
     def accept(self, seq: Sequence) -> None:
         """Called when ``seq`` arrives at the engine, before it joins the waiting queue."""

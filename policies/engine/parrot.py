@@ -139,6 +139,8 @@ class ParrotEnginePolicy(EnginePolicy):
             if n:
                 need = self._fill_blocks(state, s, n)
                 if fills_blocked or need > free:
+                    if not dry and not fills_blocked:
+                        self.memory_stalls += 1
                     fills_blocked = True
                     continue
                 free -= need
@@ -199,6 +201,8 @@ class ParrotEnginePolicy(EnginePolicy):
             else:
                 short.append(s)
         self._unstable = bool(short) or any(s.uid in fill_n for s in held)
+        if short:
+            self.memory_stalls += 1
         if not prefills and not decodes:  # stuck for memory: free some, run the oldest job
             cands = [s for s in (*state.running, *state.waiting) if _ready(s)]
             if cands:
@@ -225,7 +229,10 @@ class ParrotEnginePolicy(EnginePolicy):
                 continue
             n = self._fill_tokens(s)
             need = self._fill_blocks(state, s, n)
-            if (jobs and tokens + n > cfg.max_num_batched_tokens) or need > free:
+            if need > free:
+                self.memory_stalls += 1
+                break
+            if jobs and tokens + n > cfg.max_num_batched_tokens:
                 break
             jobs.append((s, n))
             tokens += n
@@ -259,6 +266,8 @@ class ParrotEnginePolicy(EnginePolicy):
                 return self._fill_blocks(state, seq, n) <= kv.free_blocks
             return kv.free_blocks >= 1 if seq.ctx is None else kv.can_grow(seq.ctx, 1)
 
+        if not fits():
+            self.memory_stalls += 1
         while not fits() and victims:
             v = victims.pop()
             kv.release(v.ctx)

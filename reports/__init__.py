@@ -1,0 +1,1 @@
+"""The paper report: every evaluation figure of Parrot regenerated from experiment files."""

@@ -1,0 +1,75 @@
+"""``parrotsim run`` and ``parrotsim show`` end to end (in-process, serial)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_dry_run_lists_runs_and_writes_nothing(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(tiny), "--out", str(out), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("tiny: 12 runs, 0 cached")
+    assert len(lines) == 13 and all(" todo " in ln for ln in lines[1:])
+    assert "variant=capped  cluster.engines=1  cluster.scheduler.policy=least_queue  seed=0" \
+        in lines[1]
+    assert not out.exists()
+    assert main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(tiny), "--out", str(out), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("tiny: 12 runs, 12 cached")
+    assert all(" cached " in ln for ln in lines[1:])
+
+
+def test_default_out_dir_and_progress_bar(tiny, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(tiny), "-j", "1"]) == 0
+    assert (tmp_path / "results" / "tiny" / "summary.csv").is_file()
+    err = capsys.readouterr().err
+    assert "12/12" in err and "ran 12, cached 0, failed 0" in err
+    assert main(["run", str(tiny), "-j", "1"]) == 0
+    assert "ran 0, cached 12, failed 0" in capsys.readouterr().err
+
+
+def test_show(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("tiny: 12 runs, 0 failed")
+    header = text[1].split()
+    assert header[:3] == ["variant", "cluster.engines", "cluster.scheduler.policy"]
+    assert "mean_jct" in header and "runs" in header  # two seeds averaged
+    assert len(text) == 2 + 6 + 1  # title, header, 2 variants x 3 combos, units
+    assert text[2].split()[0] == "capped" and text[3].split()[0] != "capped"  # grouped
+    assert main(["show", str(out), "--metrics", "p99_jct,makespan"]) == 0
+    header = capsys.readouterr().out.splitlines()[1].split()
+    assert header[-3:] == ["p99_jct", "makespan", "runs"]
+
+
+def test_show_errors(tmp_path, tiny, capsys):
+    assert main(["show", str(tmp_path / "nothing")]) == 2
+    assert "no summary.csv" in capsys.readouterr().err
+    out = tmp_path / "out"
+    main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"])
+    capsys.readouterr()
+    assert main(["show", str(out), "--metrics", "mean_jct,nope"]) == 2
+    assert "unknown column(s) nope" in capsys.readouterr().err
+
+
+def test_example_sweep_is_valid(capsys, tmp_path):
+    from sim.experiment import load_experiment
+
+    exp = load_experiment(ROOT / "experiments" / "example_sweep.yaml")
+    engines = {r.config.cluster.engines for r in exp.runs}
+    policies = {r.config.cluster.scheduler.policy for r in exp.runs}
+    caps = {r.config.cluster.engine.capacity_tokens for r in exp.runs}
+    assert engines == {1, 2, 4} and policies == {"least_queue", "round_robin"}
+    assert caps == {4096, None}
+    assert {r.config.workload.kind for r in exp.runs} == {"sharegpt"}

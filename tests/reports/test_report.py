@@ -1,0 +1,49 @@
+"""The report end to end on one small figure, and the headline-claims arithmetic."""
+
+import pandas as pd
+import pytest
+
+from reports.build import build_report
+from reports.claims import evaluate
+from reports.derive import TIDY_COLUMNS
+from sim.cli import main
+
+
+def test_one_figure_end_to_end(tmp_path):
+    claims = build_report(tmp_path, ["fig15"], jobs=1, progress=False)
+    assert (tmp_path / "fig15.png").stat().st_size > 10_000
+    tidy = pd.read_csv(tmp_path / "figures.csv")
+    assert list(tidy.columns) == TIDY_COLUMNS
+    assert set(tidy["series"]) == {"parrot", "baseline_with_sharing", "baseline_without_sharing"}
+    assert set(tidy["x"]) == {8, 16, 32, 64}
+    assert (tidy["unit"] == "s").all() and (tidy["value"] > 0).all()
+    page = (tmp_path / "index.html").read_text()
+    assert "fig15.png" in page and "Headline claims" in page
+    assert set(claims["figure"]) == {"fig15"}
+    # a second build reads every run from the store
+    again = build_report(tmp_path, ["fig15"], jobs=1, progress=False)
+    pd.testing.assert_frame_equal(claims.reset_index(drop=True), again.reset_index(drop=True))
+
+
+def test_unknown_figure_is_a_usage_error(tmp_path, capsys):
+    assert main(["report", "--figures", "fig99", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "unknown figure" in capsys.readouterr().err
+
+
+def _row(figure, series, x, value, panel="", oom=False):
+    return {"figure": figure, "panel": panel, "series": series, "x_name": "x", "x": x,
+            "metric": "m", "value": value, "unit": "s", "oom": oom}
+
+
+def test_claims_ratio_tolerance_and_oom_exclusion():
+    tidy = pd.DataFrame([
+        _row("fig11a", "baseline_vllm", 25, 138.0), _row("fig11a", "parrot", 25, 100.0),
+        _row("fig11a", "baseline_hf", 25, 100.0), _row("fig15", "parrot", 8, 10.0),
+        _row("fig15", "baseline_without_sharing", 8, 30.0, oom=True),
+    ], columns=TIDY_COLUMNS)
+    out = evaluate(tidy).set_index("claim")
+    assert out.loc["chain summary, output 25: Parrot vs Baseline (vLLM)", "simulated"] == \
+        pytest.approx(1.38)
+    assert out.loc["chain summary, output 25: Parrot vs Baseline (vLLM)", "within_15pct"]
+    assert not out.loc["chain summary, output 25: Parrot vs Baseline (HF)", "within_15pct"]
+    assert pd.isna(out.loc["Bing, batch 8: vs Baseline w/o Sharing", "simulated"])
