@@ -18,7 +18,7 @@ $(VENV)/.core: pyproject.toml | $(PY)
 
 $(VENV)/.dev: pyproject.toml | $(PY)
 	$(PY) -m pip install -q torch==2.13.0 triton==3.6.0
-	$(PY) -m pip install -q -e '.[dev,gpu]'
+	$(PY) -m pip install -q -e '.[dev,gpu,ray]'
 	touch $@ $(VENV)/.core
 
 report: $(VENV)/.core
