@@ -75,6 +75,15 @@ class Engine:
             self._idle = False
             self._resume.succeed()
 
+    def notify(self) -> None:
+        """Something outside the engine made a waiting sequence runnable (its inputs completed):
+        reschedule after the current iteration."""
+        if self._stretch is not None:
+            self._cut_stretch()
+        elif self._idle:
+            self._idle = False
+            self._resume.succeed()
+
     # ---- waking the process --------------------------------------------------------------
     def _sleep_until(self, end: float) -> simpy.Event:
         """A fresh event for the loop to wait on, firing at ``end`` unless re-armed."""

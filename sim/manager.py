@@ -39,12 +39,14 @@ class Manager:
     def __init__(self, env: simpy.Environment, engines: list[Engine], policy: ClusterPolicy,
                  on_done: Callable[[CallInfo, Sequence], None],
                  make_sequence: SequenceFactory = plain_sequence,
-                 loads: list[EngineLoad] | None = None) -> None:
+                 loads: list[EngineLoad] | None = None,
+                 on_dispatch: Callable[[CallInfo, Sequence], None] | None = None) -> None:
         self.env = env
         self.engines = engines
         self.policy = policy
         self.on_done = on_done
         self.make_sequence = make_sequence
+        self.on_dispatch = on_dispatch
         self.loads = loads or [EngineLoad(e.engine_id) for e in engines]
         self.queue: list[CallInfo] = []
         self.dispatched = 0
@@ -101,6 +103,8 @@ class Manager:
             req.dispatched = self.env.now
             req.engine = engine_id
             req.seq = seq
+            if self.on_dispatch is not None:
+                self.on_dispatch(info, seq)
             engine.submit(seq)
 
     def _heartbeats(self, interval: float):

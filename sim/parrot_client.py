@@ -35,33 +35,42 @@ from workloads.registry import StrictConfig
 
 class ParrotClientConfig(StrictConfig):
     """``cache_prefix``: calls declare their leading constant text as a shareable prefix;
-    ``deduction``: annotate calls with the deduced objective and task group."""
+    ``deduction``: annotate calls with the deduced objective and task group; ``readiness``:
+    when a call may be dispatched, ``dispatched`` (the default: its producers were dispatched,
+    the artifact's pipelined mode that the experiments ran; the call waits on its engine until
+    its inputs complete, and the artifact's streaming of partial outputs into the consumer's
+    fill is not modelled) or ``complete`` (its producers finished, as the paper's text and the
+    HEAD code do)."""
 
     kind: Literal["parrot"] = "parrot"
     stagger_s: float = Field(default=0.001, ge=0)
     cache_prefix: bool = True
     deduction: bool = True
+    readiness: Literal["complete", "dispatched"] = "dispatched"
 
 
 class ParrotSession:
     """Server-side state of one app: what was posted, what completed, what is still missing."""
 
-    __slots__ = ("app", "seq", "lengths", "missing", "dependents", "posted", "infos",
-                 "outputs_left", "end", "stage", "pending_posts")
+    __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
+                 "infos", "seqs", "outputs_left", "end", "stage", "pending_posts")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
         self.seq = seq
         self.lengths = var_lengths(app)
-        self.missing: dict[str, int] = {}
+        self.missing: dict[str, int] = {}  # dependencies not complete
+        self.undispatched: dict[str, int] = {}  # dependencies not dispatched
         self.dependents: dict[str, list[Call]] = {}
         for c in app.calls:
             deps = call_dependencies(app, c)
             self.missing[c.name] = len(deps)
+            self.undispatched[c.name] = len(deps)
             for d in deps:
                 self.dependents.setdefault(d, []).append(c)
         self.posted: set[str] = set()
         self.infos: dict[str, CallInfo] = {}
+        self.seqs: dict[str, Sequence] = {}  # dispatched calls' engine sequences
         self.outputs_left = set(app.outputs)
         self.end = -1.0
         self.stage = 0
@@ -73,8 +82,10 @@ class ParrotClient:
 
     def __init__(self, env: simpy.Environment, cfg: ParrotClientConfig, network: Network,
                  submit: Callable[[CallInfo], None], on_app_done: Callable[[ParrotSession], None],
-                 next_uid: Callable[[], int]) -> None:
+                 next_uid: Callable[[], int],
+                 notify_engine: Callable[[int], None] | None = None) -> None:
         self.env = env
+        self.notify_engine = notify_engine
         self.cfg = cfg
         self.network = network
         self.submit = submit
@@ -135,19 +146,40 @@ class ParrotClient:
         self.env.timeout(req.rtt).callbacks.append(lambda _e: on_answer(s))
 
     # ---- server side: the session DAG ------------------------------------------------------
+    def _pending(self, s: ParrotSession) -> dict[str, int]:
+        return s.undispatched if self.cfg.readiness == "dispatched" else s.missing
+
     def _registered(self, s: ParrotSession, call: Call) -> None:
         s.posted.add(call.name)
-        if s.missing[call.name] == 0:
+        if self._pending(s)[call.name] == 0:
             self.submit(s.infos[call.name])
+
+    def on_dispatch(self, info: CallInfo, seq: Sequence) -> None:
+        """The manager placed a call on an engine (pipelined mode: dependents may follow)."""
+        if self.cfg.readiness != "dispatched":
+            return
+        s, call = info.payload.context
+        s.seqs[call.name] = seq
+        seq.waiting_inputs = s.missing[call.name]
+        for dep in s.dependents.get(call.name, ()):
+            s.undispatched[dep.name] -= 1
+            if s.undispatched[dep.name] == 0 and dep.name in s.posted:
+                self.submit(s.infos[dep.name])
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
         """The engine finished a call: its dependents may become ready, outputs complete."""
         req: CallRequest = info.payload
         req.returned = self.env.now
         s, call = req.context
+        pipelined = self.cfg.readiness == "dispatched"
         for dep in s.dependents.get(call.name, ()):
             s.missing[dep.name] -= 1
-            if s.missing[dep.name] == 0 and dep.name in s.posted:
+            waiting = s.seqs.get(dep.name) if pipelined else None
+            if waiting is not None:
+                waiting.waiting_inputs -= 1
+                if waiting.waiting_inputs == 0 and self.notify_engine is not None:
+                    self.notify_engine(waiting.engine_id)
+            elif not pipelined and s.missing[dep.name] == 0 and dep.name in s.posted:
                 self.submit(s.infos[dep.name])
         s.outputs_left.discard(call.output)
         if not s.outputs_left and s.end < 0:

@@ -22,6 +22,7 @@ class Sequence:
         "uid", "app_id", "call", "order", "prompt_len", "cached_len", "output_len",
         "fill_target", "filled", "generated", "ctx", "prefix_ctx", "max_requests", "arrived", "admitted",
         "first_token", "finished", "preemptions", "payload", "engine_id", "last_fill",
+        "waiting_inputs",
     )
 
     def __init__(self, uid: int, app_id: str, call: str, prompt_len: int, output_len: int,
@@ -44,6 +45,7 @@ class Sequence:
         self.admitted = -1.0
         self.first_token = -1.0
         self.last_fill = -1.0  # end of the latest iteration that completed the prompt
+        self.waiting_inputs = 0  # producers still running (Parrot's pipelined dispatch)
         self.finished = -1.0
         self.preemptions = 0
         self.payload = payload

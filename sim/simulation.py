@@ -62,10 +62,13 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
                               kv, on_finish, kernel=cfg.cluster.kernel,
                               fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
     client_ref: list = []
+    pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"
     manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),
                       on_done=lambda info, seq: client_ref[0].on_done(info, seq),
                       make_sequence=sharing_sequence if cfg.cluster.prefix_cache
-                      else plain_sequence, loads=loads)
+                      else plain_sequence, loads=loads,
+                      on_dispatch=(lambda info, seq: client_ref[0].on_dispatch(info, seq))
+                      if pipelined else None)
     manager_ref.append(manager)
 
     foreground = [sum(1 for a in apps if not a.background)]
@@ -83,7 +86,7 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
     network = Network(cfg.network, np.random.default_rng(streams[1]))
     if cfg.client.kind == "parrot":
         client = ParrotClient(env, cfg.client, network, manager.arrive, on_app_done,
-                              lambda: next(uid))
+                              lambda: next(uid), notify_engine=lambda i: engines[i].notify())
     else:
         client = LangChainClient(env, cfg.client, network, manager.arrive, on_app_done,
                                  lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache)

@@ -73,8 +73,14 @@ class ParrotEngineConfig(EnginePolicyConfig):
 
 
 def _ready(seq: Sequence) -> bool:
-    """Whether a sequence may start: no prefix, or its prefix fill has completed."""
-    return seq.ctx is not None or seq.prefix_ctx is None or getattr(seq.prefix_ctx, "ready", True)
+    """Whether a sequence may start: its inputs are complete (a call dispatched early, in the
+    artifact's pipelined mode, waits for its producers) and it has no prefix, or its prefix
+    fill has completed."""
+    if seq.ctx is not None:
+        return True
+    if seq.waiting_inputs:
+        return False
+    return seq.prefix_ctx is None or getattr(seq.prefix_ctx, "ready", True)
 
 
 class ParrotEnginePolicy(EnginePolicy):

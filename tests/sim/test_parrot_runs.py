@@ -76,3 +76,24 @@ def test_sharing_uses_fewer_kv_blocks():
     shared, private = run(True), run(False)
     assert shared.summary["peak_kv_memory"] < 0.5 * private.summary["peak_kv_memory"]
     assert np.isclose(shared.summary["calls"], private.summary["calls"])
+
+
+def test_readiness_switch_dispatches_consumers_early_but_fills_after_inputs():
+    def chain(readiness: str):
+        return simulate(RunConfig.model_validate({
+            "workload": {"kind": "chain_summary", "docs": [3], "output_len": 25},
+            "client": {"kind": "parrot", "readiness": readiness},
+            "cluster": {"engine": PARROT_ENGINE_13B, "scheduler": {"policy": "parrot"}}})).calls
+
+    for readiness in ("dispatched", "complete"):
+        calls = chain(readiness).set_index("call")
+        refines = [f"refine_{i}" for i in range(2, 20)]
+        producers = [f"refine_{i - 1}" for i in range(2, 20)]
+        dispatched = calls.loc[refines, "dispatched"].to_numpy()
+        inputs_done = calls.loc[producers, "finished"].to_numpy()
+        admitted = calls.loc[refines, "admitted"].to_numpy()
+        assert (admitted >= inputs_done - 1e-9).all()  # never fills before its input exists
+        if readiness == "dispatched":
+            assert (dispatched < inputs_done).all()  # placed while the producer still runs
+        else:
+            assert (dispatched >= inputs_done - 1e-9).all()

@@ -1,0 +1,108 @@
+"""Measurement grids of the calibration (pure Python: read by the GPU harness and the fitter).
+
+Every grid point is a dict of integer parameters. The kernel-level sections time ONE layer's
+attention kernel (the fitter multiplies by the number of layers); ``linear`` and ``forward`` run
+the whole model. ``forward`` points describe a mixed batch:
+
+* ``prefills``: ``"n@ctx;n@ctx"`` prompt chunks of ``n`` new tokens over ``ctx`` cached tokens;
+* ``decodes`` sequences with ``decode_ctx`` cached tokens each (they read ``decode_ctx + 1``);
+* ``prefix``: with decodes, the leading ``prefix`` tokens of every decode are one shared prefix
+  read by the shared-prefix kernel (0 = paged kernel, private pages).
+
+A third of the forward points of each batch type (every third, deterministic) is held out of
+fitting; ``parrotsim validate`` reports the composed model's error on them.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+SECTIONS = ("linear", "paged", "shared", "prefill", "forward", "overhead")
+HELDOUT_EVERY = 3  # index % 3 == 1 within each batch kind is held out
+
+
+def linear_grid(quick: bool) -> list[dict]:
+    tokens = ([1, 8, 64, 256, 1024, 2048, 4096] if quick else
+              [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
+               3072, 4096, 6144, 8192])
+    return [{"tokens": t} for t in tokens]
+
+
+def paged_grid(quick: bool) -> list[dict]:
+    batches = [1, 8, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    ctxs = [256, 2048, 8192] if quick else [128, 512, 1024, 2048, 4096, 8192, 16384]
+    return [{"batch": b, "ctx": c} for b, c in product(batches, ctxs) if b * c <= 1 << 20]
+
+
+def shared_grid(quick: bool) -> list[dict]:
+    batches = [1, 16, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    prefixes = [1024, 6000] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+    suffixes = [128] if quick else [64, 512]
+    return [{"batch": b, "prefix": p, "suffix": s}
+            for p, b, s in product(prefixes, batches, suffixes)]
+
+
+def prefill_grid(quick: bool) -> list[dict]:
+    news = [64, 512, 2048] if quick else [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    ctxs = [0, 2048] if quick else [0, 512, 2048, 6144]
+    pts = [{"new": n, "ctx": c, "chunks": 1} for n, c in product(news, ctxs)]
+    pts += [{"new": 512, "ctx": 0, "chunks": 4}, {"new": 128, "ctx": 1024, "chunks": 8}]
+    return pts
+
+
+def forward_grid(quick: bool, max_kv_tokens: int) -> list[dict]:
+    """Whole-forward batches (decode-only, prefill-only, mixed), within the KV capacity."""
+    pts: list[dict] = []
+
+    def add(prefills: str = "", decodes: int = 0, decode_ctx: int = 0, prefix: int = 0) -> None:
+        kv = sum(int(n) + int(c) for n, c in (x.split("@") for x in prefills.split(";") if x))
+        kv += decodes * (decode_ctx + 1 - prefix) + prefix
+        if kv <= max_kv_tokens:
+            pts.append({"prefills": prefills, "decodes": decodes, "decode_ctx": decode_ctx,
+                        "prefix": prefix})
+
+    dec_b = [1, 16, 64] if quick else [1, 4, 8, 16, 32, 64, 128, 256]
+    dec_l = [512, 2048] if quick else [128, 512, 1024, 2048, 4096]
+    for b, ctx in product(dec_b, dec_l):
+        add(decodes=b, decode_ctx=ctx)
+    for b, p in ([(16, 2048)] if quick else [(8, 2048), (32, 6000), (64, 6000), (128, 2048)]):
+        add(decodes=b, decode_ctx=p + 256, prefix=p)
+    news = [128, 1024] if quick else [32, 128, 384, 512, 1024, 1536, 2048, 3072, 4096, 6144]
+    for n in news:
+        add(prefills=f"{n}@0")
+    multi = (["256@0;256@0"] if quick else
+             ["256@0;256@0", "512@0;512@0;512@0;512@0", "512@2048", "1024@4096",
+              "128@0;384@1024", "2048@0;512@512"])
+    for s in multi:
+        add(prefills=s)
+    mixes = ([("512@0", 16, 1024)] if quick else
+             [("64@0", 16, 512), ("512@0", 8, 1024), ("512@0", 32, 2048), ("1024@0", 64, 512),
+              ("2048@0", 16, 1024), ("256@1024", 32, 1024), ("1536@0", 128, 256),
+              ("128@0;256@0", 64, 2048), ("4000@0", 4, 4096)])
+    for s, b, ctx in mixes:
+        add(prefills=s, decodes=b, decode_ctx=ctx)
+    return pts
+
+
+def batch_kind(point: dict) -> str:
+    """``decode``, ``prefill`` or ``mixed``."""
+    if not point.get("prefills"):
+        return "decode"
+    return "mixed" if int(point.get("decodes", 0)) else "prefill"
+
+
+def heldout_flags(points: list[dict]) -> list[bool]:
+    """Which forward points are held out of fitting (every third of each batch kind)."""
+    seen: dict[str, int] = {}
+    flags = []
+    for p in points:
+        k = batch_kind(p)
+        i = seen.get(k, 0)
+        seen[k] = i + 1
+        flags.append(i % HELDOUT_EVERY == 1)
+    return flags
+
+
+def parse_prefills(s: str) -> list[tuple[int, int]]:
+    """``"n@ctx;n@ctx"`` -> [(n, ctx), ...]."""
+    return [(int(n), int(c)) for n, c in (x.split("@") for x in s.split(";") if x)]
