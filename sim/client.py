@@ -41,8 +41,9 @@ class AppRun:
         self.lengths = var_lengths(app)
         self.missing: dict[str, int] = {}
         self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
+        producers = {c.output: c.name for c in app.calls}
         for c in app.calls:
-            deps = call_dependencies(app, c)
+            deps = call_dependencies(app, c, producers)
             self.missing[c.name] = len(deps)
             for d in deps:
                 self.consumers.setdefault(d, []).append(c)

@@ -62,8 +62,9 @@ class ParrotSession:
         self.missing: dict[str, int] = {}  # dependencies not complete
         self.undispatched: dict[str, int] = {}  # dependencies not dispatched
         self.dependents: dict[str, list[Call]] = {}
+        producers = {c.output: c.name for c in app.calls}
         for c in app.calls:
-            deps = call_dependencies(app, c)
+            deps = call_dependencies(app, c, producers)
             self.missing[c.name] = len(deps)
             self.undispatched[c.name] = len(deps)
             for d in deps:

@@ -146,10 +146,13 @@ def call_inputs(call: Call) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def call_dependencies(app: App, call: Call) -> tuple[str, ...]:
+def call_dependencies(app: App, call: Call,
+                      producers: dict[str, str] | None = None) -> tuple[str, ...]:
     """Names of the calls that must finish before ``call``: producers of its inputs, then the
-    calls in ``call.after``; without repeats."""
-    producers = {c.output: c.name for c in app.calls}
+    calls in ``call.after``; without repeats. ``producers`` (variable -> call name) may be
+    passed when asking for many calls of one app."""
+    if producers is None:
+        producers = {c.output: c.name for c in app.calls}
     deps: dict[str, None] = {}
     for var in call_inputs(call):
         if var in producers:

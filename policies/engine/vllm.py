@@ -123,7 +123,7 @@ class VllmPolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
-        horizon = min(s.remaining for s in batch.decodes)
+        horizon = min(s.output_len - s.generated for s in batch.decodes)
         return steps_within_blocks([s.ctx.tokens for s in batch.decodes], state.kv.free_blocks,
                                    state.kv.block_size, horizon)
 
