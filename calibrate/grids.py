@@ -18,6 +18,9 @@ from __future__ import annotations
 from itertools import product
 
 SECTIONS = ("linear", "paged", "shared", "prefill", "forward", "overhead")
+#: columns of raw.csv
+FIELDS = ["section", "tokens", "batch", "ctx", "prefix", "suffix", "new", "chunks", "prefills",
+          "decodes", "decode_ctx", "case", "status", "us_median", "us_p20", "us_p80", "reps"]
 HELDOUT_EVERY = 3  # index % 3 == 1 within each batch kind is held out
 
 
@@ -44,7 +47,7 @@ def shared_grid(quick: bool) -> list[dict]:
 
 def prefill_grid(quick: bool) -> list[dict]:
     news = [64, 512, 2048] if quick else [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
-    ctxs = [0, 2048] if quick else [0, 512, 2048, 6144]
+    ctxs = [0, 2048] if quick else [0, 512, 1024, 2048, 6144, 12288]
     pts = [{"new": n, "ctx": c, "chunks": 1} for n, c in product(news, ctxs)]
     pts += [{"new": 512, "ctx": 0, "chunks": 4}, {"new": 128, "ctx": 1024, "chunks": 8}]
     return pts
@@ -72,7 +75,8 @@ def forward_grid(quick: bool, max_kv_tokens: int) -> list[dict]:
         add(prefills=f"{n}@0")
     multi = (["256@0;256@0"] if quick else
              ["256@0;256@0", "512@0;512@0;512@0;512@0", "512@2048", "1024@4096",
-              "128@0;384@1024", "2048@0;512@512"])
+              "128@0;384@1024", "2048@0;512@512", "64@5120", "96@5120;96@5120;96@5120",
+              "256@12000", "16@0;16@0;16@0;16@0"])
     for s in multi:
         add(prefills=s)
     mixes = ([("512@0", 16, 1024)] if quick else

@@ -17,7 +17,9 @@ A100-80GB (LLaMA-13B, LLaMA-7B) and RTX A6000 (LLaMA-7B) profiles are the roofli
 
 The A6000 profile reuses the A100's efficiencies and runtime overheads with the A6000's specs:
 no published fact constrains it directly. Run ``python -m calibrate.interim`` to refit and
-rewrite ``calibrate/profiles/``; it prints the residuals it also stores in each profile.
+rewrite ``calibrate/profiles/*-interim.yaml``; it prints the residuals it also stores in each
+profile. The shipped defaults are now the profiles projected from measured H200 curves
+(``calibrate/project.py``); the interim ones stay for comparison.
 """
 
 from __future__ import annotations
@@ -160,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
                      "chain-step fixed costs (vLLM, Parrot, HF)", "HF 29 ms decode step"]
         if model == "llama-7b" and name.startswith("a100"):
             fitted_to.append("0.70 s fill of the 5107-token Bing prefix (7B, A100)")
-        prof = prof.model_copy(update={"name": name, "description": desc, "residuals": res,
+        prof = prof.model_copy(update={"name": f"{name}-interim", "description": desc,
+                                       "residuals": res,
                                        "fitted_to": fitted_to, **common})
-        dump_profile(prof, args.out / f"{name}.yaml")
+        dump_profile(prof, args.out / f"{name}-interim.yaml")
         print(f"{name}: " + ", ".join(f"{k}={v:+.3f}" for k, v in res.items()
                                        if not k.startswith("fig10_") or k.endswith("error")))
     return 0

@@ -16,9 +16,10 @@ import csv
 import gc
 import json
 import platform
-import sys
 import subprocess
+import sys
 import time
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,12 +27,11 @@ import torch
 import triton
 
 from calibrate import grids, sections, sections_model
+from calibrate.grids import FIELDS
 from calibrate.timing import StatTimer
 from kernels.llama import LlamaConfig, LlamaModel
 from kernels.llama_batch import PAGE_SIZE
 
-FIELDS = ["section", "tokens", "batch", "ctx", "prefix", "suffix", "new", "chunks", "prefills",
-          "decodes", "decode_ctx", "case", "status", "us_median", "us_p20", "us_p80", "reps"]
 GIB = 1 << 30
 
 
@@ -91,9 +91,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def section(name: str, rows) -> None:
         t0 = time.time()
-        for row in rows:
-            writer.writerow(row)
-            raw.flush()
+        try:
+            for row in rows:
+                writer.writerow(row)
+                raw.flush()
+        except Exception as exc:  # keep the other sections' data; the error is recorded
+            traceback.print_exc()
+            env.setdefault("errors", {})[name] = repr(exc)
+            gc.collect()
+            torch.cuda.empty_cache()
         env["seconds"][name] = round(time.time() - t0, 1)
         (args.out / "env.json").write_text(json.dumps(env, indent=1))
 
@@ -101,9 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         from kernels.bench_util import measure_ceilings
 
         t0 = time.time()
-        env["ceilings"] = {k: round(v, 3) for k, v in measure_ceilings(timer, dev, 2).items()}
+        try:
+            env["ceilings"] = {k: round(v, 3) for k, v in
+                               measure_ceilings(timer, dev, 2).items()}
+        except Exception as exc:
+            env.setdefault("errors", {})["ceilings"] = repr(exc)
         env["seconds"]["ceilings"] = round(time.time() - t0, 1)
-        print("ceilings:", env["ceilings"], flush=True)
+        print("ceilings:", env.get("ceilings"), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
     for name in ("paged", "shared", "prefill"):

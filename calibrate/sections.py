@@ -49,7 +49,7 @@ def _run(points: list[dict], section: str, timer: StatTimer, make, describe) -> 
 def paged(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool) -> Iterator[dict]:
     """Paged decode attention, one layer, B sequences of L tokens each (private pages)."""
     pts = paged_grid(quick)
-    k, v = _cache(cfg, max(p["batch"] * (p["ctx"] + PAGE_SIZE) for p in pts), dev)
+    kv = list(_cache(cfg, max(p["batch"] * (p["ctx"] + PAGE_SIZE) for p in pts), dev))
 
     def make(p: dict):
         b, n = p["batch"], p["ctx"]
@@ -59,10 +59,10 @@ def paged(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool) ->
         lens = torch.full((b,), n, dtype=torch.int32, device=dev)
         out = torch.empty_like(q)
         lse = torch.empty(b, cfg.num_heads, dtype=torch.float32, device=dev)
-        return lambda: paged_decode_attention(q, k, v, bt, lens, out=out, lse=lse)
+        return lambda: paged_decode_attention(q, *kv, bt, lens, out=out, lse=lse)
 
     yield from _run(pts, "paged", timer, make, lambda p: f"B={p['batch']} L={p['ctx']}")
-    del k, v
+    kv.clear()
     _free()
 
 
@@ -70,8 +70,8 @@ def shared(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool) -
     """Shared-prefix decode attention, one layer: B sequences share P prefix tokens, each has S
     suffix tokens of its own."""
     pts = shared_grid(quick)
-    k, v = _cache(cfg, max(p["prefix"] + p["batch"] * (p["suffix"] + PAGE_SIZE) for p in pts),
-                  dev)
+    kv = list(_cache(cfg, max(p["prefix"] + p["batch"] * (p["suffix"] + PAGE_SIZE)
+                              for p in pts), dev))
 
     def make(p: dict):
         b, pre, suf = p["batch"], p["prefix"], p["suffix"]
@@ -82,12 +82,12 @@ def shared(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool) -
         slens = torch.full((b,), suf, dtype=torch.int32, device=dev)
         out = torch.empty_like(q)
         lse = torch.empty(b, cfg.num_heads, dtype=torch.float32, device=dev)
-        return lambda: shared_prefix_decode_attention(q, k, v, prefix_pages, pre, sbt, slens,
+        return lambda: shared_prefix_decode_attention(q, *kv, prefix_pages, pre, sbt, slens,
                                                       out=out, lse=lse)
 
     yield from _run(pts, "shared", timer, make,
                     lambda p: f"B={p['batch']} P={p['prefix']} S={p['suffix']}")
-    del k, v
+    kv.clear()
     _free()
 
 
@@ -96,7 +96,8 @@ def prefill(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool
     """Prefill attention (Triton, paged), one layer: ``chunks`` chunks of ``new`` tokens, each
     over ``ctx`` cached tokens."""
     pts = prefill_grid(quick)
-    k, v = _cache(cfg, max(p["chunks"] * (p["new"] + p["ctx"] + PAGE_SIZE) for p in pts), dev)
+    kv = list(_cache(cfg, max(p["chunks"] * (p["new"] + p["ctx"] + PAGE_SIZE)
+                              for p in pts), dev))
 
     def make(p: dict):
         n, ctx, c = p["new"], p["ctx"], p["chunks"]
@@ -106,9 +107,9 @@ def prefill(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool
         cu = torch.arange(c + 1, dtype=torch.int32, device=dev) * n
         ctx_lens = torch.full((c,), ctx, dtype=torch.int32, device=dev)
         out = torch.empty_like(q)
-        return lambda: prefill_attention(q, k, v, bt, cu, ctx_lens, n, out=out)
+        return lambda: prefill_attention(q, *kv, bt, cu, ctx_lens, n, out=out)
 
     yield from _run(pts, "prefill", timer, make,
                     lambda p: f"{p['chunks']}x new={p['new']} ctx={p['ctx']}")
-    del k, v
+    kv.clear()
     _free()

@@ -27,7 +27,7 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
         "faster system is; a simulated value within 15 % of the paper's counts as reproduced."
         "</p>",
         "<table><tr><th>figure</th><th>claim</th><th>paper</th><th>simulated</th>"
-        "<th>within 15 %</th></tr>",
+        "<th>within 15 %</th><th>note</th></tr>",
     ]
     for row in claims.itertuples(index=False):
         sim = "n/a" if pd.isna(row.simulated) else f"{row.simulated:.2f}x"
@@ -35,7 +35,7 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
                 else "<span class='off'>no</span>")
         parts.append(f"<tr><td><a href='#{row.figure}'>{row.figure}</a></td>"
                      f"<td>{esc(row.claim)}</td><td>{row.paper:.2f}x</td><td>{sim}</td>"
-                     f"<td>{mark}</td></tr>")
+                     f"<td>{mark}</td><td>{esc(row.note)}</td></tr>")
     parts.append("</table><h2>Figures</h2>")
     for fig_id, setup in figures:
         parts.append(f"<figure id='{fig_id}'><h3>{fig_id}</h3><p>{esc(setup)}</p>"

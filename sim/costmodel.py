@@ -4,7 +4,8 @@
 prompt chunks and decode tokens together):
 
     t = runtime.overhead + runtime.scale * (overhead + linear(tokens)
-          + prefill_attention(sum new*(ctx + (new+1)/2))
+          + max(prefill_attention(sum new*(ctx + (new+1)/2)), slowest chunk on the optional
+                prefill_attention_grid)
           + decode_paged(KV tokens read by the paged kernel) + per_seq * decodes
           + sum over shared-prefix groups of shared_prefix(prefix, group size))
 
@@ -51,6 +52,7 @@ class CostModel:
         self._paged = _Interp(c.decode_paged)
         self._prefill = _Interp(c.prefill_attention)
         self._shared = c.shared_prefix
+        self._prefill_grid = c.prefill_attention_grid
         self.extrapolated = 0
 
     def _count(self, interp: _Interp, x: float) -> None:
@@ -64,6 +66,19 @@ class CostModel:
             total += _bilinear(self._shared, prefix, n)
         return total
 
+    def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
+        """Seconds of prefill attention for prompt chunks ``(new tokens, context tokens)``."""
+        work = sum(n * (ctx + (n + 1) / 2) for n, ctx in chunks)
+        self._count(self._prefill, work)
+        t = self._prefill.scalar(work)
+        g = self._prefill_grid
+        if g is not None:  # no faster than the slowest chunk alone
+            for n, ctx in chunks:
+                if not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1]):
+                    self.extrapolated += 1
+                t = max(t, _bilinear(g, n, ctx, extend_y=True))
+        return t
+
     def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
                        shared_tokens: int = 0) -> float:
         """Seconds for one iteration of ``batch``.
@@ -75,12 +90,9 @@ class CostModel:
         if not batch.prefills:
             return self.decode_stretch(len(batch.decodes), kv, 0, shared or []).duration(1)
         tokens = batch.num_tokens
-        work = 0.0
-        for seq, n in batch.prefills:
-            work += n * (seq.kv_tokens - n + (n + 1) / 2)
         self._count(self._linear, tokens)
-        self._count(self._prefill, work)
-        t = self.overhead + self._linear.scalar(tokens) + self._prefill.scalar(work)
+        t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(
+            [(n, seq.kv_tokens - n) for seq, n in batch.prefills])
         if batch.decodes:
             self._count(self._paged, kv)
             t += self._paged.scalar(kv) + self.per_seq * len(batch.decodes)
@@ -194,13 +206,16 @@ class _Interp:
         return y0 + (y1 - y0) * ((x - x0) / (x1 - x0))
 
 
-def _bilinear(g: Grid2D, x: float, y: float) -> float:
-    """Bilinear interpolation on ``g`` (clamped at the edges, linear in x past the last x)."""
+def _bilinear(g: Grid2D, x: float, y: float, extend_y: bool = False) -> float:
+    """Bilinear interpolation on ``g`` (linear in x past the ends; y clamped at the edges, or
+    linear past them with ``extend_y``)."""
     xs, ys = g.x, g.y
     i = min(max(bisect_right(xs, x) - 1, 0), len(xs) - 2)
     j = min(max(bisect_right(ys, y) - 1, 0), len(ys) - 2)
     tx = (x - xs[i]) / (xs[i + 1] - xs[i])
-    ty = min(max((y - ys[j]) / (ys[j + 1] - ys[j]), 0.0), 1.0)
+    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
+    if not extend_y:
+        ty = min(max(ty, 0.0), 1.0)
     z = g.seconds
     top = z[i][j] + (z[i][j + 1] - z[i][j]) * ty
     bottom = z[i + 1][j] + (z[i + 1][j + 1] - z[i + 1][j]) * ty

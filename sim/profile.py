@@ -7,6 +7,7 @@ fitted curves, all in seconds for the *whole model* (every layer) of one engine:
 * ``decode_paged``: paged decode attention vs KV tokens read by the whole batch;
 * ``shared_prefix``: the shared-prefix kernel's prefix part vs (prefix tokens, batch size);
 * ``prefill_attention``: prefill attention vs work = sum over chunks of new*(context+new/2);
+  optionally ``prefill_attention_grid``: one chunk alone vs (new tokens, context tokens), a floor;
 * ``iteration_overhead_s`` and per-runtime overheads (scheduler, sampling, Python) per iteration.
 
 :func:`load_profile` rejects a malformed file with a :class:`ProfileError` naming the file and
@@ -108,6 +109,12 @@ class Curves(StrictConfig):
     decode_per_seq_s: float = Field(default=0.0, ge=0)
     shared_prefix: Grid2D
     prefill_attention: Curve
+    #: optional (calibration; schema 1 compatible): seconds of ONE prompt chunk's attention
+    #: run alone, on a grid of (new tokens, context tokens before the chunk). A chunk of few
+    #: new tokens over a long context keeps few multiprocessors busy, so when the grid is
+    #: given an iteration's prefill attention is the larger of ``prefill_attention`` of the
+    #: summed work and the slowest of its chunks on this grid
+    prefill_attention_grid: Grid2D | None = None
 
 
 class Runtime(StrictConfig):
@@ -205,7 +212,7 @@ def load_profile(name_or_path: str) -> Profile:
 def profile_hash(name_or_path: str) -> str:
     """Content hash of a profile (part of every run's cache key)."""
     p = load_profile(name_or_path)
-    return hashlib.sha256(p.model_dump_json().encode()).hexdigest()[:16]
+    return hashlib.sha256(p.model_dump_json(exclude_none=True).encode()).hexdigest()[:16]
 
 
 def dump_profile(profile: Profile, path: Path) -> None:

@@ -1,0 +1,192 @@
+"""Project measured H200 profiles to the paper's hardware and fit them to its published facts.
+
+    python -m calibrate.project [--seeds 2] [--fig10]
+
+For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from the measured
+``h200_<model>`` profile and:
+
+1. scales memory-bound parts by the HBM bandwidth ratio and compute-bound parts by the dense
+   fp16/bf16 tensor-rate ratio (datasheets, ``sim.roofline.GPUS``): the linear part is
+   ``max(t(1 token) x bw ratio x k_lin, T x (t(T_max) / T_max) x FLOP ratio)`` (weights read
+   once vs the GEMMs at the largest measured T's rate); paged decode attention, the
+   per-sequence cost and the shared-prefix prefix part scale by bandwidth x k_attn; prefill
+   attention scales by the FLOP ratio; the fixed per-iteration overhead (launches) is kept;
+2. fits to the facts of ``calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
+   and 1.2K context takes 21.1 ms on the A100, k_attn by grid search minimising the median
+   |error| of the replayed Fig 10 table (both reused for the 7B and A6000 profiles, which no
+   such fact constrains), then as the interim profiles do the per-runtime prompt-iteration
+   overheads and scales (vLLM + FastChat, Parrot, HF) and, for 7B on the A100, Parrot's 0.70 s
+   fill of the 5107-token Bing prefix;
+3. writes ``<gpu>_<model>.yaml`` (``source: projected+fitted``, the shipped default for that
+   GPU; the earlier interim fit stays as ``<gpu>_<model>-interim.yaml``) with the residuals.
+
+The A100/13B profile's residuals hold the replayed Fig 10 per-cell errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from calibrate import facts
+from calibrate.interim import fig10_error, model_prompt_time, residuals
+from sim.costmodel import CostModel
+from sim.profile import (
+    Curve,
+    Profile,
+    Runtime,
+    dump_profile,
+    load_profile,
+    shipped_profiles,
+)
+from sim.roofline import GPUS
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+ATTN_GRID = (0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0)
+TARGETS = {"a100-80gb_llama-13b": ("a100-80gb", "llama-13b"),
+           "a100-80gb_llama-7b": ("a100-80gb", "llama-7b"),
+           "a6000_llama-7b": ("a6000", "llama-7b")}
+
+
+def ratios(src: Profile, gpu: str) -> tuple[float, float]:
+    """(bandwidth ratio, FLOP ratio) source / target: how many times slower the target is."""
+    tgt = GPUS[gpu]
+    return src.gpu.hbm_tb_s / tgt.hbm_tb_s, src.gpu.bf16_tflops / tgt.bf16_tflops
+
+
+def scale_curves(src: Profile, gpu: str, k_lin: float = 1.0, k_attn: float = 1.0) -> Profile:
+    """Step 1: the H200 curves scaled to ``gpu``; ``k_lin`` / ``k_attn`` multiply the bandwidth
+    ratio of the linear part's weight reads / of decode attention (fitted efficiencies)."""
+    r_bw, r_fl = ratios(src, gpu)
+    c = src.curves
+    lin1 = c.linear.seconds[0]
+    per_token = c.linear.seconds[-1] / c.linear.x[-1]  # GEMM-bound seconds per token
+    linear = Curve(x=c.linear.x, seconds=[max(lin1 * r_bw * k_lin, per_token * t * r_fl)
+                                          for t in c.linear.x])
+    sp = c.shared_prefix
+    shared = sp.model_copy(update={"seconds": [[s * r_bw * k_attn for s in row]
+                                               for row in sp.seconds]})
+    grid = c.prefill_attention_grid
+    curves = c.model_copy(update={
+        "linear": linear,
+        "decode_paged": Curve(x=c.decode_paged.x,
+                              seconds=[s * r_bw * k_attn for s in c.decode_paged.seconds]),
+        "decode_per_seq_s": c.decode_per_seq_s * r_bw * k_attn,
+        "shared_prefix": shared,
+        "prefill_attention": Curve(x=c.prefill_attention.x,
+                                   seconds=[s * r_fl for s in c.prefill_attention.seconds]),
+        "prefill_attention_grid": None if grid is None else grid.model_copy(update={
+            "seconds": [[s * r_fl for s in row] for row in grid.seconds]}),
+    })
+    return src.model_copy(update={"gpu": GPUS[gpu], "curves": curves, "runtimes": {}})
+
+
+def solve_k_lin(src: Profile, gpu: str, k_attn: float) -> float:
+    """The linear part's bandwidth factor that makes the batch-1 decode step 21.1 ms."""
+    lo, hi = 0.2, 5.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if decode_step(scale_curves(src, gpu, mid, k_attn)) > facts.DECODE_STEP_13B_A100_S:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2
+
+
+def decode_step(prof: Profile) -> float:
+    """Kernel-model seconds of a decode step at batch 1, 1.2K context (no runtime terms)."""
+    return float(CostModel(prof, "none").decode_times(1, facts.DECODE_STEP_CONTEXT, 1, [], 1)[0])
+
+
+def fit_runtimes(prof: Profile, bing_fill: bool) -> Profile:
+    """Step 2b: runtime prompt-iteration overheads/scales from the chain-step facts."""
+    prompt = model_prompt_time(prof, facts.CHAIN_PROMPT_TOKENS)
+    hf_scale = facts.HF_DECODE_STEP_S / facts.DECODE_STEP_13B_A100_S  # relative, as interim
+    runtimes = {
+        "vllm": Runtime(prefill_overhead_s=max(0.0, facts.VLLM_PROMPT_ITERATION_S - prompt)),
+        "parrot": Runtime(prefill_overhead_s=max(0.0, facts.PARROT_FILL_S - prompt)),
+        "hf": Runtime(scale=hf_scale, prefill_scale=hf_scale, prefill_overhead_s=max(
+            0.0, facts.HF_PROMPT_ITERATION_S - hf_scale * prompt)),
+    }
+    if bing_fill:
+        fill = model_prompt_time(prof, facts.BING_PREFIX_TOKENS)
+        parrot = runtimes["parrot"]
+        runtimes["parrot"] = parrot.model_copy(update={"prefill_scale": max(
+            1e-3, (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s) / fill)})
+    return prof.model_copy(update={"runtimes": runtimes})
+
+
+def project(name: str, knobs: tuple[float, float]) -> Profile:
+    """Scaled and fitted profile for target ``name`` with efficiency knobs (k_lin, k_attn)."""
+    gpu, model = TARGETS[name]
+    src = load_profile(f"h200_{model}")
+    k_lin, k_attn = knobs
+    prof = fit_runtimes(scale_curves(src, gpu, k_lin, k_attn),
+                        bing_fill=(name == "a100-80gb_llama-7b"))
+    r_bw, r_fl = ratios(src, gpu)
+    fitted_to = ["21.1 ms decode step (13B, A100, batch 1)" + (
+        "" if name == "a100-80gb_llama-13b" else ": efficiencies taken from the A100/13B fit"),
+        "Fig 10 TPOT table (attention bandwidth factor, A100/13B)",
+        "chain-step fixed costs (vLLM, Parrot, HF)", "HF 29 ms decode step"]
+    if name == "a100-80gb_llama-7b":
+        fitted_to.append("0.70 s fill of the 5107-token Bing prefix (7B, A100)")
+    desc = (f"Projected from the measured {src.name} profile: memory-bound parts x {r_bw:.3f} "
+            f"(HBM bandwidth ratio) times a fitted factor ({k_lin:.3f} for the linear layers' "
+            f"weight reads, {k_attn:.3f} for decode attention), compute-bound parts x "
+            f"{r_fl:.3f} (tensor-rate ratio); runtime overheads fitted to the paper's facts.")
+    return prof.model_copy(update={
+        "name": name, "source": "projected+fitted", "description": desc,
+        "date": date.today().isoformat(), "fitted_to": fitted_to,
+        "environment": {"projected_from": src.name, "bandwidth_ratio": f"{r_bw:.4f}",
+                        "flop_ratio": f"{r_fl:.4f}", "k_linear_bandwidth": f"{k_lin:.4f}",
+                        "k_attention_bandwidth": f"{k_attn:.4f}", "source_date": src.date}})
+
+
+def fit_knobs(seeds: int, verbose: bool = True) -> tuple[tuple[float, float], dict]:
+    """Grid-search the attention factor on Fig 10 (median |error|), the linear factor solved
+    for the 21.1 ms decode step at each; returns the knobs and the best Fig 10 cells."""
+    src = load_profile("h200_llama-13b")
+    best = None
+    for k_attn in ATTN_GRID:
+        k_lin = solve_k_lin(src, "a100-80gb", k_attn)
+        prof = project("a100-80gb_llama-13b", (k_lin, k_attn))
+        _, cells = fig10_error(prof, seeds)
+        med = float(np.median(np.abs(list(cells.values()))))
+        if verbose:
+            print(f"k_attn={k_attn:.2f} k_lin={k_lin:.3f}: Fig 10 median |error| {med:.3f}",
+                  flush=True)
+        if best is None or med < best[0]:
+            best = (med, (k_lin, k_attn), cells)
+    return best[1], best[2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Project H200 profiles to the paper's hardware.")
+    ap.add_argument("--out", type=Path, default=PROFILES_DIR)
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per Fig 10 cell")
+    args = ap.parse_args(argv)
+    if "h200_llama-13b" not in shipped_profiles() or "h200_llama-7b" not in shipped_profiles():
+        print("needs the measured h200_llama-13b and h200_llama-7b profiles")
+        return 1
+    knobs, cells = fit_knobs(args.seeds)
+    for name in TARGETS:
+        prof = project(name, knobs)
+        res = residuals(prof, TARGETS[name][1])
+        if name == "a100-80gb_llama-13b":
+            errs = np.abs(list(cells.values()))
+            res.update({"fig10_mean_abs_rel_error": round(float(errs.mean()), 4),
+                        "fig10_median_abs_rel_error": round(float(np.median(errs)), 4),
+                        **{k: round(v, 4) for k, v in cells.items()}})
+        prof = prof.model_copy(update={"residuals": res})
+        path = args.out / f"{name}.yaml"
+        dump_profile(prof, path)
+        print(f"{path}: " + ", ".join(f"{k}={v:+.4f}" for k, v in res.items()
+                                       if not k.startswith("fig10_") or "error" in k))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""The fitter recovers known curves from synthetic measurements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibrate import curvefit as cf
+from calibrate import validate as val
+from calibrate.fit import build_profile
+from sim.costmodel import CostModel
+from tests.calibrate import synth
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    raw = synth.write_raw(tmp_path_factory.mktemp("raw"))
+    return build_profile(raw, "synthetic")
+
+
+def test_curves_recovered(fitted):
+    prof, _, diag = fitted
+    c = prof.curves
+    for t in (1, 100, 3000, 8192):
+        assert cf.curve_at(t, c.linear.x, c.linear.seconds) == pytest.approx(
+            synth.linear_s(t), rel=1e-3)
+    # paged: curve in KV tokens plus a cost per sequence (whole model)
+    for b, kv in ((1, 500), (64, 100_000), (256, 600_000)):
+        got = cf.curve_at(kv, c.decode_paged.x, c.decode_paged.seconds) + c.decode_per_seq_s * b
+        assert got == pytest.approx(synth.LAYERS * 1e-6 * synth.paged_layer_us(b, kv), rel=5e-3)
+    assert c.decode_per_seq_s == pytest.approx(synth.LAYERS * 0.05e-6, rel=0.02)
+    cm = CostModel(prof, "none")
+    assert cm.prefill_attention_time([(2048, 1024)]) == pytest.approx(
+        synth.LAYERS * 1e-6 * synth.prefill_layer_us(2048 * (1024 + 2049 / 2)), rel=1e-3)
+    assert cm.shared_prefix_time([(4096, 32)]) == pytest.approx(
+        synth.LAYERS * 1e-6 * (1 + 0.002 * 4096), rel=1e-3)
+    assert c.iteration_overhead_s == pytest.approx(synth.OVERHEAD_S, rel=0.05)
+    assert diag["fit_paged_rms_rel"] < 1e-6 and diag["fit_shared_rms_rel"] < 0.01
+
+
+def test_heldout_error_near_zero(fitted):
+    prof, points, _ = fitted
+    held = [p for p in points if p["split"] == "heldout"]
+    assert {p["kind"] for p in held} == {"decode", "prefill", "mixed"}
+    assert 0 < len(held) < len(points) / 2
+    summary = val.summarize(val.evaluate(prof, points, "heldout"))
+    assert summary["all"]["worst"] < 0.01
+
+
+def test_oom_point_recorded(fitted):
+    prof, _, _ = fitted
+    assert "linear" in prof.environment["skipped_points"]
+    assert "tokens=99999" in prof.environment["skipped_points"]
+
+
+def test_piecewise_and_isotonic():
+    x = np.array([1.0, 2, 3, 5, 8, 13])
+    knots = np.array([0.0, 4, 16])
+    vals, extra = cf.fit_piecewise(x, 3 * x + 1 + 0.5 * x ** 0, knots)
+    assert vals == pytest.approx([1.5, 13.5, 49.5])
+    assert extra.size == 0
+    assert cf.isotonic(np.array([1.0, 3, 2, 4])).tolist() == [1, 2.5, 2.5, 4]
