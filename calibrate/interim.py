@@ -68,7 +68,13 @@ def build(gpu: str, model: str, attn_bw_eff: float, per_seq_s: float,
         step = CostModel(bare, "none").decode_times(1, facts.DECODE_STEP_CONTEXT, 1, [], 1)[0]
         overhead_s = max(0.0, facts.DECODE_STEP_13B_A100_S - step)
     knobs = knobs.model_copy(update={"iteration_overhead_s": overhead_s})
-    prof = roofline_profile(GPUS[gpu], MODELS[model], knobs)
+    return fit_runtimes(roofline_profile(GPUS[gpu], MODELS[model], knobs), bing_fill)
+
+
+def fit_runtimes(prof: Profile, bing_fill: bool) -> Profile:
+    """``prof`` with runtime prompt-iteration overheads and scales fitted to the chain-step
+    facts (vLLM + FastChat, Parrot, HF) and, with ``bing_fill``, Parrot's fill scale to the
+    0.70 s fill of the Bing prefix (LLaMA-7B)."""
     prompt = model_prompt_time(prof, facts.CHAIN_PROMPT_TOKENS)
     hf_scale = facts.HF_DECODE_STEP_S / facts.DECODE_STEP_13B_A100_S
     runtimes = {
@@ -80,9 +86,8 @@ def build(gpu: str, model: str, attn_bw_eff: float, per_seq_s: float,
     if bing_fill:
         fill = model_prompt_time(prof, facts.BING_PREFIX_TOKENS)
         parrot = runtimes["parrot"]
-        runtimes["parrot"] = parrot.model_copy(update={
-            "prefill_scale": (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s)
-            / fill})
+        runtimes["parrot"] = parrot.model_copy(update={"prefill_scale": max(
+            1e-3, (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s) / fill)})
     return prof.model_copy(update={"runtimes": runtimes})
 
 

@@ -32,12 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from calibrate import facts
-from calibrate.interim import fig10_error, model_prompt_time, residuals
+from calibrate.interim import fig10_error, fit_runtimes, residuals
 from sim.costmodel import CostModel
 from sim.profile import (
     Curve,
     Profile,
-    Runtime,
     dump_profile,
     load_profile,
     shipped_profiles,
@@ -101,24 +100,6 @@ def decode_step(prof: Profile) -> float:
     return float(CostModel(prof, "none").decode_times(1, facts.DECODE_STEP_CONTEXT, 1, [], 1)[0])
 
 
-def fit_runtimes(prof: Profile, bing_fill: bool) -> Profile:
-    """Step 2b: runtime prompt-iteration overheads/scales from the chain-step facts."""
-    prompt = model_prompt_time(prof, facts.CHAIN_PROMPT_TOKENS)
-    hf_scale = facts.HF_DECODE_STEP_S / facts.DECODE_STEP_13B_A100_S  # relative, as interim
-    runtimes = {
-        "vllm": Runtime(prefill_overhead_s=max(0.0, facts.VLLM_PROMPT_ITERATION_S - prompt)),
-        "parrot": Runtime(prefill_overhead_s=max(0.0, facts.PARROT_FILL_S - prompt)),
-        "hf": Runtime(scale=hf_scale, prefill_scale=hf_scale, prefill_overhead_s=max(
-            0.0, facts.HF_PROMPT_ITERATION_S - hf_scale * prompt)),
-    }
-    if bing_fill:
-        fill = model_prompt_time(prof, facts.BING_PREFIX_TOKENS)
-        parrot = runtimes["parrot"]
-        runtimes["parrot"] = parrot.model_copy(update={"prefill_scale": max(
-            1e-3, (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s) / fill)})
-    return prof.model_copy(update={"runtimes": runtimes})
-
-
 def project(name: str, knobs: tuple[float, float]) -> Profile:
     """Scaled and fitted profile for target ``name`` with efficiency knobs (k_lin, k_attn)."""
     gpu, model = TARGETS[name]
@@ -168,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=PROFILES_DIR)
     ap.add_argument("--seeds", type=int, default=2, help="seeds per Fig 10 cell")
     args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     if "h200_llama-13b" not in shipped_profiles() or "h200_llama-7b" not in shipped_profiles():
         print("needs the measured h200_llama-13b and h200_llama-7b profiles")
         return 1
