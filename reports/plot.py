@@ -80,7 +80,7 @@ def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
             if bool(group.loc[x, "oom"]):
                 ax.plot(pos, 0, "x", color="red", ms=9, mew=2)
                 continue
-            ax.bar(pos, group.loc[x, "value"], width, color=COLORS.get(s),
+            ax.bar(pos, group.loc[x, "value"], width, color=COLORS.get(s, "#555555"),
                    label=SERIES_LABELS.get(s, s) if j == 0 else None)
     ax.set_xticks(range(len(xs)), [str(x) for x in xs])
     if len(series) > 1:

@@ -39,8 +39,9 @@ class ParrotClientConfig(StrictConfig):
     when a call may be dispatched, ``dispatched`` (the default: its producers were dispatched,
     the artifact's pipelined mode that the experiments ran; the call waits on its engine until
     its inputs complete, and the artifact's streaming of partial outputs into the consumer's
-    fill is not modelled) or ``complete`` (its producers finished, as the paper's text and the
-    HEAD code do)."""
+    fill is not modelled; calls with ``after`` edges always wait for completion, since their
+    prompt text stands for the predecessors' results) or ``complete`` (its producers finished,
+    as the paper's text and the HEAD code do)."""
 
     kind: Literal["parrot"] = "parrot"
     stagger_s: float = Field(default=0.001, ge=0)
@@ -53,7 +54,7 @@ class ParrotSession:
     """Server-side state of one app: what was posted, what completed, what is still missing."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
-                 "infos", "seqs", "outputs_left", "end", "stage", "pending_posts")
+                 "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
@@ -72,6 +73,9 @@ class ParrotSession:
         self.posted: set[str] = set()
         self.infos: dict[str, CallInfo] = {}
         self.seqs: dict[str, Sequence] = {}  # dispatched calls' engine sequences
+        # calls that may be dispatched before their producers finish (pipelined mode): not
+        # those with `after` edges, whose prompt text stands for the predecessors' results
+        self.pipelined = {c.name: not c.after for c in app.calls}
         self.outputs_left = set(app.outputs)
         self.end = -1.0
         self.stage = 0
@@ -147,12 +151,14 @@ class ParrotClient:
         self.env.timeout(req.rtt).callbacks.append(lambda _e: on_answer(s))
 
     # ---- server side: the session DAG ------------------------------------------------------
-    def _pending(self, s: ParrotSession) -> dict[str, int]:
-        return s.undispatched if self.cfg.readiness == "dispatched" else s.missing
+    def _early(self, s: ParrotSession, name: str) -> bool:
+        """Whether ``name`` is dispatched once its producers are dispatched (pipelined)."""
+        return self.cfg.readiness == "dispatched" and s.pipelined[name]
 
     def _registered(self, s: ParrotSession, call: Call) -> None:
         s.posted.add(call.name)
-        if self._pending(s)[call.name] == 0:
+        pending = s.undispatched if self._early(s, call.name) else s.missing
+        if pending[call.name] == 0:
             self.submit(s.infos[call.name])
 
     def on_dispatch(self, info: CallInfo, seq: Sequence) -> None:
@@ -164,7 +170,8 @@ class ParrotClient:
         seq.waiting_inputs = s.missing[call.name]
         for dep in s.dependents.get(call.name, ()):
             s.undispatched[dep.name] -= 1
-            if s.undispatched[dep.name] == 0 and dep.name in s.posted:
+            if s.undispatched[dep.name] == 0 and dep.name in s.posted \
+                    and self._early(s, dep.name):
                 self.submit(s.infos[dep.name])
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
@@ -172,15 +179,15 @@ class ParrotClient:
         req: CallRequest = info.payload
         req.returned = self.env.now
         s, call = req.context
-        pipelined = self.cfg.readiness == "dispatched"
         for dep in s.dependents.get(call.name, ()):
             s.missing[dep.name] -= 1
-            waiting = s.seqs.get(dep.name) if pipelined else None
-            if waiting is not None:
-                waiting.waiting_inputs -= 1
-                if waiting.waiting_inputs == 0 and self.notify_engine is not None:
-                    self.notify_engine(waiting.engine_id)
-            elif not pipelined and s.missing[dep.name] == 0 and dep.name in s.posted:
+            if self._early(s, dep.name):
+                waiting = s.seqs.get(dep.name)
+                if waiting is not None:
+                    waiting.waiting_inputs -= 1
+                    if waiting.waiting_inputs == 0 and self.notify_engine is not None:
+                        self.notify_engine(waiting.engine_id)
+            elif s.missing[dep.name] == 0 and dep.name in s.posted:
                 self.submit(s.infos[dep.name])
         s.outputs_left.discard(call.output)
         if not s.outputs_left and s.end < 0:

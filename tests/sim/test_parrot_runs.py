@@ -97,3 +97,15 @@ def test_readiness_switch_dispatches_consumers_early_but_fills_after_inputs():
             assert (dispatched < inputs_done).all()  # placed while the producer still runs
         else:
             assert (dispatched >= inputs_done - 1e-9).all()
+
+
+def test_rounds_joined_by_after_edges_wait_for_completion_even_when_pipelined():
+    calls = simulate(RunConfig.model_validate({
+        "workload": {"kind": "metagpt", "files": 4},
+        "client": {"kind": "parrot", "readiness": "dispatched"},
+        "cluster": {"prefix_cache": True, "engine": {"policy": "parrot",
+                                                     "num_kv_cache_blocks": 4000},
+                    "scheduler": {"policy": "parrot", "dag_aware": True}}})).calls
+    rounds = calls["call"].str.extract(r"^r(\d+)_")[0].astype(int)
+    for r in range(1, 10):
+        assert calls[rounds == r]["dispatched"].min() >= calls[rounds == r - 1]["finished"].max()
