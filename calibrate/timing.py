@@ -29,19 +29,7 @@ class StatTimer(Timer):
 
     def stats(self, fn: Callable[[], object], graph: bool = True) -> tuple[float, float, float,
                                                                              int]:
-        fn()  # warm-up: compilation, handles, allocator
-        torch.cuda.synchronize()
-        op = fn
-        if graph:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                fn()
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            op = g.replay
+        op = self.prepare(fn, graph)  # warm-up (compilation, handles, allocator), capture
         op()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
@@ -50,15 +38,7 @@ class StatTimer(Timer):
         torch.cuda.synchronize()
         once_s = max(a.elapsed_time(b) / 1e3, 1e-6)
         reps = int(min(self.max_reps, max(self.min_reps, self.target_s / once_s)))
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        for i in range(reps):
-            self.flush.zero_()
-            starts[i].record()
-            op()
-            ends[i].record()
-        torch.cuda.synchronize()
-        us = sorted(1e3 * s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+        us = self.replays(op, reps)
         q = statistics.quantiles(us, n=5) if len(us) >= 2 else [us[0]] * 4
         return statistics.median(us), q[0], q[3], reps
 

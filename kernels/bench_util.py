@@ -28,20 +28,29 @@ class Timer:
 
     def __call__(self, fn: Callable[[], object], reps: int = 40, graph: bool = True) -> float:
         """Median microseconds of ``fn()`` over ``reps`` replays (graph-captured if ``graph``)."""
+        return statistics.median(self.replays(self.prepare(fn, graph), reps))
+
+    @staticmethod
+    def prepare(fn: Callable[[], object], graph: bool = True) -> Callable[[], object]:
+        """Warm ``fn`` up and return what to replay: ``fn`` itself, or its captured CUDA graph
+        (captured on a side stream, then replayed once)."""
         fn()
         torch.cuda.synchronize()
-        op = fn
-        if graph:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                fn()
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            op = g.replay
-            op()
+        if not graph:
+            return fn
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        g.replay()
+        return g.replay
+
+    def replays(self, op: Callable[[], object], reps: int) -> list[float]:
+        """Microseconds of ``reps`` replays of ``op``, each after an L2 flush, sorted."""
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
@@ -50,7 +59,7 @@ class Timer:
             op()
             ends[i].record()
         torch.cuda.synchronize()
-        return 1e3 * statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+        return sorted(1e3 * s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
 
 
 @triton.jit
