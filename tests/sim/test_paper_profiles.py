@@ -1,4 +1,5 @@
-"""The interim A100 profile against the paper's published calibration facts."""
+"""The shipped A100 profile (projected from H200 measurements) against the paper's published
+calibration facts."""
 
 import numpy as np
 
