@@ -76,7 +76,8 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     elapsed = time.perf_counter() - start
     setups = [(f, next(p.setup for p in panels if p.figure == f and p.setup)) for f in wanted]
     note = (f"Hardware profiles: {profile} family." if profile else
-            "Hardware profiles: the shipped interim A100-80GB / RTX A6000 profiles (fitted to "
-            "the paper's calibration facts).")
+            "Hardware profiles: the shipped A100-80GB / RTX A6000 profiles, projected from "
+            "curves measured on an H200 and fitted to the paper's calibration facts "
+            "(calibrate/profiles).")
     write_atomic(out / "index.html", page(setups, claims, note, f"Built in {elapsed:.0f} s."))
     return claims

@@ -10,7 +10,8 @@ time (FLOPs over peak x efficiency):
 * prefill attention: 4 FLOPs per head dim, per query head, per layer and per token pair
   (causal work = new * (context + new/2)).
 
-The efficiencies are knobs: the interim paper-hardware profiles are this model with knobs
+The efficiencies are knobs: the interim paper-hardware profiles (``*-interim.yaml``, kept for
+comparison with the shipped profiles projected from H200 measurements) are this model with knobs
 fitted to the paper's calibration facts (``calibrate/interim.py``).
 """
 

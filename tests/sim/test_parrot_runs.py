@@ -1,4 +1,4 @@
-"""Parrot's mechanisms on whole runs with the interim paper-hardware profiles."""
+"""Parrot's mechanisms on whole runs with the shipped paper-hardware profiles."""
 
 import numpy as np
 
