@@ -110,3 +110,12 @@ def heldout_flags(points: list[dict]) -> list[bool]:
 def parse_prefills(s: str) -> list[tuple[int, int]]:
     """``"n@ctx;n@ctx"`` -> [(n, ctx), ...]."""
     return [(int(n), int(c)) for n, c in (x.split("@") for x in s.split(";") if x)]
+
+
+def describe_forward(p: dict) -> str:
+    """One line naming a forward point's batch, e.g. ``prefill 512@0 + 8 decodes @ 1024``."""
+    parts = [f"prefill {p['prefills']}"] if p["prefills"] else []
+    if p["decodes"]:
+        parts.append(f"{p['decodes']} decodes @ {p['decode_ctx']}"
+                     + (f" (shared {p['prefix']})" if p["prefix"] else ""))
+    return " + ".join(parts)

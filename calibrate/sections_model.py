@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import torch
 
-from calibrate.grids import forward_grid, linear_grid, parse_prefills
+from calibrate.grids import describe_forward, forward_grid, linear_grid, parse_prefills
 from calibrate.sections import _run
 from calibrate.timing import Progress, StatTimer, measure_point
 from kernels.llama import LlamaModel
@@ -71,14 +71,7 @@ def forward(model: LlamaModel, timer: StatTimer, quick: bool) -> Iterator[dict]:
         batch = _forward_batch(model, p)
         return lambda: model.forward(batch)
 
-    def describe(p: dict) -> str:
-        parts = [f"prefill {p['prefills']}"] if p["prefills"] else []
-        if p["decodes"]:
-            parts.append(f"{p['decodes']} decodes ctx {p['decode_ctx']}"
-                         + (f" shared {p['prefix']}" if p["prefix"] else ""))
-        return ", ".join(parts)
-
-    yield from _run(pts, "forward", timer, make, describe)
+    yield from _run(pts, "forward", timer, make, describe_forward)
     model.decode_attention = "paged"
 
 

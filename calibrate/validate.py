@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.grids import parse_prefills
+from calibrate.grids import describe_forward, parse_prefills
 from sim.costmodel import CostModel
 from sim.profile import Profile
 from sim.sequence import Batch, Sequence
@@ -95,19 +95,11 @@ def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
-def describe(p: dict) -> str:
-    parts = [f"prefill {p['prefills']}"] if p["prefills"] else []
-    if p["decodes"]:
-        parts.append(f"{p['decodes']} decodes @ {p['decode_ctx']}"
-                     + (f" (shared {p['prefix']})" if p["prefix"] else ""))
-    return " + ".join(parts)
-
-
 def report(rows: list[dict], summary: dict) -> str:
     """A per-point table and the summary, as text."""
     lines = [f"{'batch':<52} {'kind':<8} {'measured ms':>11} {'predicted ms':>12} {'error':>8}"]
     for r in rows:
-        lines.append(f"{describe(r):<52} {r['kind']:<8} {1e3 * r['measured_s']:>11.3f} "
+        lines.append(f"{describe_forward(r):<52} {r['kind']:<8} {1e3 * r['measured_s']:>11.3f} "
                      f"{1e3 * r['predicted_s']:>12.3f} {100 * r['error']:>+7.2f}%")
     lines.append("")
     for kind, s in summary.items():
