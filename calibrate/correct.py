@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrate import curvefit as cf
 from calibrate import validate as val
 from calibrate.grids import parse_prefills
 from sim.costmodel import CostModel
@@ -28,13 +27,12 @@ def prefill_work(new: float, ctx: float, chunks: float = 1) -> float:
 def _components(cm: CostModel, p: dict) -> list[float]:
     """[1, tokens, decodes, prefill attention, paged attention] of a forward point under the
     cost model's curves."""
-    c = cm.profile.curves
     chunks = parse_prefills(p["prefills"])
     tokens = sum(n for n, _ in chunks) + p["decodes"]
     nd = p["decodes"]
     kv = nd * (p["decode_ctx"] + 1 - p["prefix"]) if nd else 0
     pa = cm.prefill_attention_time(chunks) if chunks else 0.0
-    pg = cf.curve_at(kv, c.decode_paged.x, c.decode_paged.seconds) if nd else 0.0
+    pg = cm.paged_time(nd, kv) if nd else 0.0
     return [1.0, float(tokens), float(nd), pa, pg]
 
 
@@ -77,5 +75,8 @@ def correct(profile: Profile, train: list[dict]) -> tuple[Profile, dict[str, flo
             for row in c.prefill_attention_grid.seconds]}),
         "decode_paged": Curve(x=c.decode_paged.x, seconds=[
             s * (1 + coef["paged_scale"]) for s in c.decode_paged.seconds]),
+        "decode_paged_grid": None if c.decode_paged_grid is None else
+        c.decode_paged_grid.model_copy(update={"seconds": [
+            [s * (1 + coef["paged_scale"]) for s in row] for row in c.decode_paged_grid.seconds]}),
     })
     return profile.model_copy(update={"curves": curves}), coef

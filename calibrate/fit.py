@@ -5,10 +5,12 @@
 reads ``RAW_DIR/raw.csv`` and ``RAW_DIR/env.json`` (written by :mod:`calibrate.measure`) and:
 
 1. ``linear``: the measured linear-part times vs tokens, made non-decreasing;
-2. ``decode_paged`` + ``decode_per_seq_s``: one layer's paged kernel times the layers, least
-   squares on a piecewise-linear curve in KV tokens read plus a cost per sequence;
+2. ``decode_paged_grid``: one layer's paged kernel times the layers on the measured (batch x
+   context) grid (:mod:`calibrate.pagedgrid`), which the cost model uses; and, for tools that
+   need one curve, ``decode_paged``: least squares on a piecewise-linear curve in KV tokens
+   read (plus a cost per sequence in ``decode_per_seq_s`` when there is no grid);
 3. ``prefill_attention``: likewise, a piecewise-linear curve in work = sum new*(ctx+(new+1)/2);
-4. ``shared_prefix``: the shared-prefix kernel minus the paged curve's share for the suffixes,
+4. ``shared_prefix``: the shared-prefix kernel minus the paged kernel's share for the suffixes,
    on the (prefix tokens x batch) grid;
 5. whole forward passes, training part only: weighted least squares of the relative residual on
    a fixed overhead, a cost per token (added to ``linear``), a cost per decode and scales of the
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,8 @@ from calibrate import curvefit as cf
 from calibrate import validate as val
 from calibrate.correct import correct, prefill_work
 from calibrate.grids import batch_kind, heldout_flags
+from calibrate.pagedgrid import fit_paged_grid
+from sim.costmodel import paged_grid_time
 from sim.profile import SCHEMA_VERSION, Curve, Curves, GpuSpec, Grid2D, ModelSpec, Profile
 from sim.roofline import GPUS, MODELS
 
@@ -63,15 +68,17 @@ def fit_linear(rows: list[dict]) -> Curve:
     return Curve(x=x.tolist(), seconds=cf.isotonic(np.array([p[1] for p in pts])).tolist())
 
 
-def fit_paged(rows: list[dict], layers: int) -> tuple[Curve, float, float]:
-    """Paged curve vs KV tokens, the per-sequence cost, and the fit's RMS relative error."""
+def fit_paged(rows: list[dict], layers: int, per_sequence: bool = True
+              ) -> tuple[Curve, float, float]:
+    """Paged curve vs KV tokens, the per-sequence cost (0 unless ``per_sequence``), and the
+    fit's RMS relative error."""
     pts = _ok(rows, "paged")
     kv = np.array([r["batch"] * r["ctx"] for r in pts])
     b = np.array([r["batch"] for r in pts])
     y = np.array([r["us_median"] * 1e-6 * layers for r in pts])
     knots = cf.log_knots(kv.min(), kv.max(), 0.5)
-    vals, extra = cf.fit_piecewise(kv, y, knots, extra=b)
-    per_seq = float(extra[0])
+    vals, extra = cf.fit_piecewise(kv, y, knots, extra=b if per_sequence else None)
+    per_seq = float(extra[0]) if per_sequence else 0.0
     if per_seq < 0:
         vals, _ = cf.fit_piecewise(kv, y, knots)
         per_seq = 0.0
@@ -121,10 +128,11 @@ def _grid_at(g: Grid2D, x: float, y: float) -> float:
     return float(ix @ np.asarray(g.seconds) @ iy)
 
 
-def fit_shared(rows: list[dict], layers: int, paged: Curve, per_seq: float
+def fit_shared(rows: list[dict], layers: int, paged: Callable[[int, float], float]
                ) -> tuple[Grid2D, float]:
     """Prefix part of the shared-prefix kernel on a (prefix, batch) grid; RMS relative error of
-    the composed prediction (prefix part + paged suffixes) on the measured kernel."""
+    the composed prediction (prefix part + ``paged(sequences, KV tokens)`` for the suffixes)
+    on the measured kernel."""
     pts = _ok(rows, "shared")
     pre = sorted({int(r["prefix"]) for r in pts})
     bat = sorted({int(r["batch"]) for r in pts})
@@ -133,7 +141,7 @@ def fit_shared(rows: list[dict], layers: int, paged: Curve, per_seq: float
     for r in pts:
         b, suffix = r["batch"], r["batch"] * r["suffix"]
         t = r["us_median"] * 1e-6 * layers
-        rest = cf.curve_at(suffix, paged.x, paged.seconds) + per_seq * b
+        rest = paged(int(b), suffix)
         acc.setdefault((int(r["prefix"]), int(b)), []).append(t - rest)
         total[(int(r["prefix"]), int(b), r["suffix"])] = (t, rest)
     grid = np.full((len(pre), len(bat)), np.nan)
@@ -203,25 +211,36 @@ def build_profile(raw_dir: Path, name: str) -> tuple[Profile, list[dict], dict]:
     model = TINY if env["model"] == "tiny" else MODELS[env["model"]]
     layers = model.layers
     linear = fit_linear(rows)
-    paged, per_seq, paged_rms = fit_paged(rows, layers)
+    grid, grid_rms, filled = fit_paged_grid(rows, layers)
+    paged, per_seq, paged_rms = fit_paged(rows, layers, per_sequence=grid is None)
     prefill, prefill_grid, prefill_rms = fit_prefill(rows, layers, model.heads,
                                                       int(env.get("sms", 132)))
-    shared, shared_rms = fit_shared(rows, layers, paged, per_seq)
+    if grid is not None:
+        shared, shared_rms = fit_shared(rows, layers, lambda b, kv: paged_grid_time(grid, b, kv))
+    else:
+        shared, shared_rms = fit_shared(
+            rows, layers, lambda b, kv: cf.curve_at(kv, paged.x, paged.seconds) + per_seq * b)
     curves = Curves(iteration_overhead_s=0.0, linear=linear, decode_paged=paged,
-                    decode_per_seq_s=max(per_seq, 0.0), shared_prefix=shared,
-                    prefill_attention=prefill, prefill_attention_grid=prefill_grid)
+                    decode_per_seq_s=max(per_seq, 0.0), decode_paged_grid=grid,
+                    shared_prefix=shared, prefill_attention=prefill,
+                    prefill_attention_grid=prefill_grid)
     skipped = [f"{r['section']} " + ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in r.items()
                                              if k not in ("section", "status"))
                for r in rows if r.get("status") != "ok"]
+    environment = _environment(env, raw_dir, skipped)
+    if grid is not None:
+        environment["decode_paged_grid_filled"] = ", ".join(filled) or "none"
     prof = Profile(schema_version=SCHEMA_VERSION, name=name, source="measured",
                    date=env.get("date", "")[:10], gpu=gpu_spec(env), model=model, dtype="bf16",
-                   environment=_environment(env, raw_dir, skipped), curves=curves)
+                   environment=environment, curves=curves)
     points = forward_points(rows)
     train = [p for p in points if p["split"] == "train"]
     prof, coef = correct(prof, train)
     diag = {"fit_paged_rms_rel": paged_rms, "fit_prefill_rms_rel": prefill_rms,
             "fit_shared_rms_rel": shared_rms}
+    if grid is not None:
+        diag["fit_paged_grid_rms_rel"] = grid_rms
     for split in ("train", "heldout"):
         summ = val.summarize(val.evaluate(prof, points, split))
         for kind, s in summ.items():
@@ -232,7 +251,9 @@ def build_profile(raw_dir: Path, name: str) -> tuple[Profile, list[dict], dict]:
             f"corrections: overhead {coef['overhead_s'] * 1e3:.3f} ms, "
             f"{coef['per_token_s'] * 1e6:+.3f} us/token, {coef['per_decode_s'] * 1e6:+.3f} "
             f"us/decode, prefill-attention scale {1 + coef['prefill_scale']:.3f}, "
-            f"paged scale {1 + coef['paged_scale']:.3f}.")
+            f"paged scale {1 + coef['paged_scale']:.3f}."
+            + (" Paged decode attention: the measured (sequences x context) grid."
+               if grid is not None else ""))
     fitted_to = [f"{len(_ok(rows, s))} {s} points" for s in ("linear", "paged", "shared",
                                                               "prefill")]
     fitted_to.append(f"{len(train)} training forward passes "

@@ -8,7 +8,8 @@ For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from 
 1. scales memory-bound parts by the HBM bandwidth ratio and compute-bound parts by the dense
    fp16/bf16 tensor-rate ratio (datasheets, ``sim.roofline.GPUS``): the linear part is
    ``max(t(1 token) x bw ratio x k_lin, T x (t(T_max) / T_max) x FLOP ratio)`` (weights read
-   once vs the GEMMs at the largest measured T's rate); paged decode attention, the
+   once vs the GEMMs at the largest measured T's rate); paged decode attention (its curve and
+   its sequences x context grid, whose shape is the H200's, waves of 132 SMs included), the
    per-sequence cost and the shared-prefix prefix part scale by bandwidth x k_attn; prefill
    attention scales by the FLOP ratio; the fixed per-iteration overhead (launches) is kept;
 2. fits to the facts of ``calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
@@ -69,11 +70,14 @@ def scale_curves(src: Profile, gpu: str, k_lin: float = 1.0, k_attn: float = 1.0
     shared = sp.model_copy(update={"seconds": [[s * r_bw * k_attn for s in row]
                                                for row in sp.seconds]})
     grid = c.prefill_attention_grid
+    paged_grid = c.decode_paged_grid
     curves = c.model_copy(update={
         "linear": linear,
         "decode_paged": Curve(x=c.decode_paged.x,
                               seconds=[s * r_bw * k_attn for s in c.decode_paged.seconds]),
         "decode_per_seq_s": c.decode_per_seq_s * r_bw * k_attn,
+        "decode_paged_grid": None if paged_grid is None else paged_grid.model_copy(update={
+            "seconds": [[s * r_bw * k_attn for s in row] for row in paged_grid.seconds]}),
         "shared_prefix": shared,
         "prefill_attention": Curve(x=c.prefill_attention.x,
                                    seconds=[s * r_fl for s in c.prefill_attention.seconds]),

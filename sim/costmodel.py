@@ -6,14 +6,23 @@ prompt chunks and decode tokens together):
     t = runtime.overhead + runtime.scale * (overhead + linear(tokens)
           + max(prefill_attention(sum new*(ctx + (new+1)/2)), slowest chunk on the optional
                 prefill_attention_grid)
-          + decode_paged(KV tokens read by the paged kernel) + per_seq * decodes
+          + paged(decodes, KV tokens read by the paged kernel) + per_seq * decodes
           + sum over shared-prefix groups of shared_prefix(prefix, group size))
 
 (an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead).
 
+``paged(n, kv)`` is the profile's ``decode_paged`` curve at ``kv`` or, when the profile has a
+``decode_paged_grid`` (sequences x KV tokens per sequence), that grid at ``n`` sequences and
+their *mean* context ``kv / n``: linear in the context between grid columns, log-log in the
+sequence count between grid rows. A heterogeneous batch is thus costed as ``n`` sequences of
+its mean length (the split-KV kernel's work is the total KV read, spread over ``n`` rows of
+programs); at a fixed ``n`` the time stays piecewise linear in ``kv``, which keeps the
+decode-stretch closed form below exact.
+
 With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
 by the shared kernel; with the paged kernel every sequence reads its whole context.
-Curves are interpolated linearly between measured points and extended linearly past the ends;
+Curves are interpolated linearly between measured points and extended linearly past the ends
+(the paged grid: linearly past its contexts, log-log past its largest sequence count);
 every evaluation past the measured range is counted in :attr:`CostModel.extrapolated`, which
 runs report, so extrapolation is never silent.
 
@@ -29,7 +38,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from sim.profile import Curve, Grid2D, Profile
+from sim.profile import Curve, Grid2D, PagedGrid, Profile
 from sim.sequence import Batch
 
 SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
@@ -48,9 +57,13 @@ class CostModel:
         self.prefill_fixed = rt.prefill_overhead_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
-        self._linear = _Interp(c.linear)
-        self._paged = _Interp(c.decode_paged)
-        self._prefill = _Interp(c.prefill_attention)
+        self._linear = _Interp.of(c.linear)
+        self._paged = _Interp.of(c.decode_paged)
+        #: sequence count -> the paged kernel's seconds vs KV tokens (a plain dict: the fastest
+        #: lookup; a row is built once per sequence count by :meth:`_paged_row`)
+        self._paged_rows: dict[int, _Interp] = {}
+        self._paged_table = _PagedRows(c.decode_paged_grid, self._paged)
+        self._prefill = _Interp.of(c.prefill_attention)
         self._shared = c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
         self.extrapolated = 0
@@ -58,6 +71,20 @@ class CostModel:
     def _count(self, interp: _Interp, x: float) -> None:
         if x < interp.lo or x > interp.hi:
             self.extrapolated += 1
+
+    def _paged_row(self, n_seqs: int) -> _Interp:
+        row = self._paged_rows[n_seqs] = self._paged_table.row(n_seqs)
+        return row
+
+    def paged_time(self, n_seqs: int, kv_tokens: float) -> float:
+        """Seconds of paged decode attention for ``n_seqs`` decodes reading ``kv_tokens`` (no
+        per-sequence cost, no runtime terms; counted if extrapolated)."""
+        try:
+            interp = self._paged_rows[n_seqs]
+        except KeyError:
+            interp = self._paged_row(n_seqs)
+        self._count(interp, kv_tokens)
+        return interp.scalar(kv_tokens)
 
     def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
         """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
@@ -94,8 +121,7 @@ class CostModel:
         t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(
             [(n, seq.kv_tokens - n) for seq, n in batch.prefills])
         if batch.decodes:
-            self._count(self._paged, kv)
-            t += self._paged.scalar(kv) + self.per_seq * len(batch.decodes)
+            t += self.paged_time(len(batch.decodes), kv) + self.per_seq * len(batch.decodes)
             if shared:
                 t += self.shared_prefix_time(shared)
         return self.prefill_fixed + self.prefill_scale * t
@@ -106,10 +132,14 @@ class CostModel:
         ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
         prefixes once each."""
         self._count(self._linear, n_seqs)
-        self._count(self._paged, kv_tokens)
+        try:
+            paged = self._paged_rows[n_seqs]
+        except KeyError:
+            paged = self._paged_row(n_seqs)
+        self._count(paged, kv_tokens)
         base = (self.overhead + self._linear.scalar(n_seqs) + self.per_seq * n_seqs
                 + (self.shared_prefix_time(shared) if shared else 0.0))
-        return DecodeStretch(self, base, kv_tokens, kv_growth)
+        return DecodeStretch(self, base, kv_tokens, kv_growth, paged)
 
     def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                      shared: list[SharedGroup], steps: int) -> np.ndarray:
@@ -121,27 +151,29 @@ class CostModel:
 class DecodeStretch:
     """Durations of consecutive decode-only iterations whose KV reads grow linearly.
 
-    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))``. The paged curve is
-    piecewise linear, so the durations form an arithmetic series on each segment and the length
-    of ``k`` steps has a closed form: a stretch of thousands of iterations costs a few float
-    operations. It equals the sum of the single steps up to float rounding (< 1 ns).
+    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))``. The paged curve (at
+    the stretch's fixed sequence count) is piecewise linear, so the durations form an
+    arithmetic series on each segment and the length of ``k`` steps has a closed form: a
+    stretch of thousands of iterations costs a few float operations. It equals the sum of the
+    single steps up to float rounding (< 1 ns).
     """
 
-    __slots__ = ("cm", "base", "kv0", "growth")
+    __slots__ = ("cm", "base", "kv0", "growth", "paged")
 
-    def __init__(self, cm: CostModel, base: float, kv0: int, growth: int) -> None:
-        self.cm, self.base, self.kv0, self.growth = cm, base, kv0, growth
+    def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
+                 paged: _Interp) -> None:
+        self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
 
     def step(self, j: int) -> float:
         """Duration of step ``j`` (0-based)."""
         cm = self.cm
-        return cm.fixed + cm.scale * (self.base + cm._paged.scalar(self.kv0 + self.growth * j))
+        return cm.fixed + cm.scale * (self.base + self.paged.scalar(self.kv0 + self.growth * j))
 
     def duration(self, steps: int) -> float:
         """Total duration of the first ``steps`` steps."""
         if steps == 1 or self.growth == 0:
             return steps * self.step(0)
-        cm, interp = self.cm, self.cm._paged
+        cm, interp = self.cm, self.paged
         xs, ys, last = interp.xs, interp.ys, interp.last
         last_kv = self.kv0 + self.growth * (steps - 1)
         if last_kv > interp.hi or last_kv < interp.lo:
@@ -180,15 +212,21 @@ class DecodeStretch:
 
 
 class _Interp:
-    """Piecewise-linear interpolation; the end segments extend linearly past the grid."""
+    """Piecewise-linear interpolation; the end segments extend linearly past the grid.
+    Evaluations outside ``[lo, hi]`` count as extrapolated."""
 
     __slots__ = ("xs", "ys", "lo", "hi", "last", "xa", "ya")
 
-    def __init__(self, curve: Curve) -> None:
-        self.xs, self.ys = list(curve.x), list(curve.seconds)
-        self.lo, self.hi = self.xs[0], self.xs[-1]
+    def __init__(self, xs: list[float], ys: list[float], lo: float | None = None) -> None:
+        self.xs, self.ys = xs, ys
+        self.lo = xs[0] if lo is None else lo
+        self.hi = xs[-1]
         self.last = len(self.xs) - 2
         self.xa, self.ya = np.asarray(self.xs), np.asarray(self.ys)
+
+    @classmethod
+    def of(cls, curve: Curve) -> _Interp:
+        return cls(list(curve.x), list(curve.seconds))
 
     def scalar(self, x: float) -> float:
         xs, ys = self.xs, self.ys
@@ -206,6 +244,44 @@ class _Interp:
         return y0 + (y1 - y0) * ((x - x0) / (x1 - x0))
 
 
+_ZERO = _Interp([0.0, 1.0], [0.0, 0.0], lo=-math.inf)  # no decodes (with a grid): no time
+_ZERO.hi = math.inf
+
+
+class _PagedRows:
+    """Sequence count -> the paged kernel's seconds vs KV tokens (:meth:`row`).
+
+    Without a grid every count maps to the profile's ``decode_paged`` curve. With a
+    :class:`PagedGrid`, the row for ``n`` is piecewise linear through ``(n * y[j], s_j)``, each
+    ``s_j`` log-log interpolated between the grid's sequence counts around ``n`` (extended
+    log-log past the last, clamped below the first; either way every evaluation of such a row
+    counts as extrapolated); no decodes take no time.
+    """
+
+    def __init__(self, g: PagedGrid | None, curve: _Interp) -> None:
+        self.g, self.curve = g, curve
+        if g is not None:
+            self.logb = [math.log(b) for b in g.x]
+            self.logt = [[math.log(s) for s in row] for row in g.seconds]
+
+    def row(self, n: int) -> _Interp:
+        """The row of ``n`` sequences."""
+        g = self.g
+        if g is None:
+            row = self.curve
+        elif n <= 0:
+            row = _ZERO
+        else:
+            logb = self.logb
+            i = min(max(bisect_right(g.x, n) - 1, 0), len(g.x) - 2)
+            t = max(0.0, (math.log(n) - logb[i]) / (logb[i + 1] - logb[i]))
+            ys = [math.exp(a + (b - a) * t)
+                  for a, b in zip(self.logt[i], self.logt[i + 1], strict=True)]
+            xs = [n * c for c in g.y]
+            row = _Interp(xs, ys, lo=xs[0] if g.x[0] <= n <= g.x[-1] else math.inf)
+        return row
+
+
 def _bilinear(g: Grid2D, x: float, y: float, extend_y: bool = False) -> float:
     """Bilinear interpolation on ``g`` (linear in x past the ends; y clamped at the edges, or
     linear past them with ``extend_y``)."""
@@ -220,3 +296,9 @@ def _bilinear(g: Grid2D, x: float, y: float, extend_y: bool = False) -> float:
     top = z[i][j] + (z[i][j + 1] - z[i][j]) * ty
     bottom = z[i + 1][j] + (z[i + 1][j + 1] - z[i + 1][j]) * ty
     return max(0.0, top + (bottom - top) * tx)
+
+
+def paged_grid_time(grid: PagedGrid, n_seqs: int, kv_tokens: float) -> float:
+    """Seconds of ``grid`` for ``n_seqs`` decodes reading ``kv_tokens`` in all, by the cost
+    model's rule (for fitting and plots; the cost model caches its rows instead)."""
+    return _PagedRows(grid, _ZERO).row(n_seqs).scalar(kv_tokens)

@@ -4,7 +4,9 @@ A profile holds metadata (GPU, model shape, dtype, where its numbers come from) 
 fitted curves, all in seconds for the *whole model* (every layer) of one engine:
 
 * ``linear``: GEMMs, norms and activations vs tokens processed in the iteration;
-* ``decode_paged``: paged decode attention vs KV tokens read by the whole batch;
+* ``decode_paged``: paged decode attention vs KV tokens read by the whole batch; optionally
+  ``decode_paged_grid``: the same kernel vs (decode sequences, KV tokens per sequence), which
+  replaces the curve when given (see :class:`PagedGrid`);
 * ``shared_prefix``: the shared-prefix kernel's prefix part vs (prefix tokens, batch size);
 * ``prefill_attention``: prefill attention vs work = sum over chunks of new*(context+new/2);
   optionally ``prefill_attention_grid``: one chunk alone vs (new tokens, context tokens), a floor;
@@ -68,6 +70,26 @@ class Grid2D(StrictConfig):
         return self
 
 
+class PagedGrid(Grid2D):
+    """Paged decode attention (whole model, seconds) vs ``x`` = decode sequences in the batch
+    and ``y`` = KV tokens read per sequence: ``seconds[i][j]`` at ``(x[i], y[j])``.
+
+    :class:`sim.costmodel.CostModel` interpolates linearly in ``y`` and log-log in ``x`` (at a
+    fixed context, time is close to a power of the sequence count), so every ``x`` must be at
+    least 1, every ``y`` non-negative and every value positive.
+    """
+
+    @model_validator(mode="after")
+    def _check_paged(self) -> PagedGrid:
+        if self.x[0] < 1:
+            raise ValueError("x (decode sequences) must be >= 1")
+        if self.y[0] < 0:
+            raise ValueError("y (KV tokens per sequence) must be >= 0")
+        if any(s <= 0 for row in self.seconds for s in row):
+            raise ValueError("seconds must be positive (interpolated in log space)")
+        return self
+
+
 class GpuSpec(StrictConfig):
     """Datasheet (or measured) facts of the GPU."""
 
@@ -107,6 +129,11 @@ class Curves(StrictConfig):
     linear: Curve
     decode_paged: Curve
     decode_per_seq_s: float = Field(default=0.0, ge=0)
+    #: optional (calibration; schema 1 compatible): the paged kernel vs (decode sequences, KV
+    #: tokens per sequence). When given it replaces ``decode_paged`` in the cost model (which
+    #: evaluates it at the batch's sequence count and mean context); ``decode_per_seq_s`` is
+    #: added either way
+    decode_paged_grid: PagedGrid | None = None
     shared_prefix: Grid2D
     prefill_attention: Curve
     #: optional (calibration; schema 1 compatible): seconds of ONE prompt chunk's attention

@@ -7,7 +7,7 @@ import pytest
 
 from calibrate import curvefit as cf
 from calibrate import validate as val
-from calibrate.fit import build_profile
+from calibrate.fit import build_profile, fit_paged
 from sim.costmodel import CostModel
 from tests.calibrate import synth
 
@@ -24,18 +24,18 @@ def test_curves_recovered(fitted):
     for t in (1, 100, 3000, 8192):
         assert cf.curve_at(t, c.linear.x, c.linear.seconds) == pytest.approx(
             synth.linear_s(t), rel=1e-3)
-    # paged: curve in KV tokens plus a cost per sequence (whole model)
-    for b, kv in ((1, 500), (64, 100_000), (256, 600_000)):
-        got = cf.curve_at(kv, c.decode_paged.x, c.decode_paged.seconds) + c.decode_per_seq_s * b
-        assert got == pytest.approx(synth.LAYERS * 1e-6 * synth.paged_layer_us(b, kv), rel=5e-3)
-    assert c.decode_per_seq_s == pytest.approx(synth.LAYERS * 0.05e-6, rel=0.02)
+    # paged: the (sequences x context) grid, per-sequence cost inside it (whole model)
     cm = CostModel(prof, "none")
+    assert c.decode_paged_grid is not None and c.decode_per_seq_s < 0.05 * synth.LAYERS * 0.05e-6
+    for b, kv in ((1, 500), (16, 16 * 3000), (64, 100_000), (256, 600_000)):
+        got = cm.paged_time(b, kv) + c.decode_per_seq_s * b
+        assert got == pytest.approx(synth.LAYERS * 1e-6 * synth.paged_layer_us(b, kv), rel=5e-3)
     assert cm.prefill_attention_time([(2048, 1024)]) == pytest.approx(
         synth.LAYERS * 1e-6 * synth.prefill_layer_us(2048 * (1024 + 2049 / 2)), rel=1e-3)
     assert cm.shared_prefix_time([(4096, 32)]) == pytest.approx(
         synth.LAYERS * 1e-6 * (1 + 0.002 * 4096), rel=1e-3)
     assert c.iteration_overhead_s == pytest.approx(synth.OVERHEAD_S, rel=0.05)
-    assert diag["fit_paged_rms_rel"] < 1e-6 and diag["fit_shared_rms_rel"] < 0.01
+    assert diag["fit_paged_grid_rms_rel"] < 1e-6 and diag["fit_shared_rms_rel"] < 0.01
 
 
 def test_heldout_error_near_zero(fitted):
@@ -51,6 +51,17 @@ def test_oom_point_recorded(fitted):
     prof, _, _ = fitted
     assert "linear" in prof.environment["skipped_points"]
     assert "tokens=99999" in prof.environment["skipped_points"]
+
+
+def test_one_dimensional_paged_fit():
+    """The 1-D curve plus a cost per sequence (profiles without a grid) on a separable kernel."""
+    rows = [{"section": "paged", "status": "ok", "batch": b, "ctx": ctx,
+             "us_median": 2.0 + 0.004 * b * ctx + 0.05 * b}
+            for b in (1, 4, 16, 64, 256) for ctx in (128, 1024, 4096) if b * ctx <= 1 << 20]
+    curve, per_seq, rms = fit_paged(rows, synth.LAYERS)
+    assert per_seq == pytest.approx(synth.LAYERS * 0.05e-6, rel=0.02) and rms < 1e-3
+    assert cf.curve_at(64 * 1024, curve.x, curve.seconds) + 64 * per_seq == pytest.approx(
+        synth.LAYERS * 1e-6 * (2.0 + 0.004 * 64 * 1024 + 0.05 * 64), rel=1e-3)
 
 
 def test_piecewise_and_isotonic():

@@ -25,6 +25,7 @@ def test_round_trip(written):
     back = parse_profile(out.read_text(), str(out))
     assert back == prof
     assert back.curves.prefill_attention_grid is not None
+    assert back.curves.decode_paged_grid is not None
     assert len(read_points(points_path(out))) == len(points)
 
 
@@ -56,4 +57,15 @@ def test_bad_grid_shape(written, tmp_path):
         d["curves"]["prefill_attention_grid"]["seconds"].pop()
     bad = _mutate(written[2], tmp_path, edit)
     with pytest.raises(ProfileError, match=r"curves\.prefill_attention_grid"):
+        load_profile(str(bad))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda g: g["seconds"].pop(), "table"),
+    (lambda g: g["seconds"][0].__setitem__(0, -1e-3), "positive"),
+    (lambda g: g.update(x=g["x"][::-1]), "increasing"),
+])
+def test_bad_paged_grid(written, tmp_path, edit, message):
+    bad = _mutate(written[2], tmp_path, lambda d: edit(d["curves"]["decode_paged_grid"]))
+    with pytest.raises(ProfileError, match=rf"curves\.decode_paged_grid: .*{message}"):
         load_profile(str(bad))

@@ -75,3 +75,41 @@ def test_runtime_scale_and_overhead():
     base = CostModel(prof, "vllm").decode_times(1, 100, 1, [], 1)[0]
     hf = CostModel(prof, "hf").decode_times(1, 100, 1, [], 1)[0]
     assert hf == pytest.approx(0.01 + 2 * base)
+
+
+def _with_paged_grid(slow: float = 1.3):
+    """The roofline A100 profile plus a paged grid whose 16-sequence row is ``slow`` times the
+    1-D curve (the H200's tail wave), the other rows equal to it."""
+    from sim.profile import PagedGrid
+
+    prof = a100_13b()
+    c = prof.curves
+    cm = CostModel(prof, "none")
+    bs, ctxs = [1.0, 8.0, 16.0, 32.0, 256.0], [0.0, 128.0, 1024.0, 8192.0]
+    rows = [[max(1e-6, cm.paged_time(1, b * x)) * (slow if b == 16 else 1.0) for x in ctxs]
+            for b in bs]
+    grid = PagedGrid(x=bs, y=ctxs, seconds=rows)
+    return prof.model_copy(update={"curves": c.model_copy(update={"decode_paged_grid": grid})})
+
+
+def test_paged_grid_used_at_batch_count_and_mean_context():
+    prof = _with_paged_grid()
+    one_d, grid = CostModel(a100_13b(), "none"), CostModel(prof, "none")
+    assert grid.paged_time(16, 16 * 1000) == pytest.approx(1.3 * one_d.paged_time(16, 16_000))
+    assert grid.paged_time(8, 8 * 1000) == pytest.approx(one_d.paged_time(8, 8_000))
+    step16 = grid.decode_times(16, 16 * 1000, 16, [], 1)[0]
+    assert step16 > one_d.decode_times(16, 16 * 1000, 16, [], 1)[0]
+    assert grid.extrapolated == 0
+    grid.paged_time(512, 512 * 1000)  # more sequences than the grid: counted
+    grid.paged_time(8, 8 * 9000)  # longer contexts than the grid: counted
+    assert grid.extrapolated == 2
+    assert grid.paged_time(0, 0) == 0.0
+
+
+def test_paged_grid_stretch_matches_steps():
+    cm = CostModel(_with_paged_grid(), "none")
+    for n, kv in ((16, 16 * 100), (24, 24 * 7900), (300, 300 * 50)):
+        stretch = cm.decode_stretch(n, kv, n, [(2000, 3)])
+        steps = [stretch.step(j) for j in range(400)]
+        assert stretch.duration(400) == pytest.approx(sum(steps), rel=1e-12)
+        assert np.all(np.diff(steps) >= 0)

@@ -20,6 +20,23 @@ def test_every_shipped_profile_loads():
         assert load_profile(name).curves.linear.x
 
 
+def _paged(**bad) -> dict:
+    """A 2 x 2 paged-decode grid (sequences x context) with the fields in ``bad`` replaced."""
+    return {"x": [1, 16], "y": [0, 4096], "seconds": [[1e-4, 2e-4], [2e-4, 3e-3]], **bad}
+
+
+def test_paged_grid_optional_and_round_trips(tmp_path):
+    prof = a100_13b()
+    assert prof.curves.decode_paged_grid is None  # profiles without it use the 1-D curve
+    data = prof.model_dump(mode="json")
+    data["curves"]["decode_paged_grid"] = _paged()
+    with_grid = type(prof).model_validate(data)
+    path = tmp_path / "g.yaml"
+    dump_profile(with_grid, path)
+    back = load_profile(str(path))
+    assert back == with_grid and back.curves.decode_paged_grid.x == [1, 16]
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d.pop("curves"), "curves"),
     (lambda d: d.update(schema_version=99), "schema_version"),
@@ -27,6 +44,14 @@ def test_every_shipped_profile_loads():
     (lambda d: d["curves"].pop("decode_paged"), "curves.decode_paged"),
     (lambda d: d["gpu"].update(hbm_tb_s=-1), "gpu.hbm_tb_s"),
     (lambda d: d.update(surprise=1), "surprise"),
+    (lambda d: d["curves"].update(decode_paged_grid=_paged(seconds=[[1e-4, 2e-4]])),
+     "curves.decode_paged_grid"),
+    (lambda d: d["curves"].update(decode_paged_grid=_paged(seconds=[[1e-4, 2e-4], [0, 3e-4]])),
+     "curves.decode_paged_grid"),
+    (lambda d: d["curves"].update(decode_paged_grid=_paged(x=[0.5, 2])),
+     "curves.decode_paged_grid"),
+    (lambda d: d["curves"].update(decode_paged_grid=_paged(y=[128, 0])),
+     "curves.decode_paged_grid"),
 ])
 def test_malformed_profile_names_file_and_field(edit, field):
     data = a100_13b().model_dump(mode="json")
