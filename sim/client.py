@@ -4,6 +4,10 @@ A call is sent as soon as every input it references has reached the client: call
 dependencies go out when the app arrives (a map fan-out is sent concurrently), a dependent call
 waits until its producers' outputs came back. Every call pays one round trip, half on the way in
 and half on the way out. The app ends when all of its final outputs are back at the client.
+
+Each call's round trip is drawn when its app is registered (in app order, then call order), so
+two policies compared under one seed give every call the same round trip whatever the order in
+which the calls are sent (common random numbers).
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ class LangChainClientConfig(StrictConfig):
 class AppRun:
     """Progress of one app at its client."""
 
-    __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent")
+    __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent",
+                 "rtts")
 
-    def __init__(self, app: App, seq: int) -> None:
+    def __init__(self, app: App, seq: int, rtts: list[float]) -> None:
         self.app = app
         self.seq = seq
+        self.rtts = dict(zip([c.name for c in app.calls], rtts, strict=True))  # seconds
         self.lengths = var_lengths(app)
         self.missing: dict[str, int] = {}
         self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
@@ -69,18 +75,18 @@ class LangChainClient:
         self.apps = 0
 
     def start(self, app: App) -> None:
-        """Schedule ``app`` to begin at its arrival time."""
-        delay = max(0.0, app.arrival - self.env.now)
-        run = AppRun(app, self.apps)
+        """Register ``app``: its calls without dependencies are sent at its arrival time."""
+        network = self.network
+        run = AppRun(app, self.apps, [network.rtt() for _ in app.calls])
         self.apps += 1
-        self.env.timeout(delay).callbacks.append(lambda _e: self._begin(run))
-
-    def _begin(self, run: AppRun) -> None:
-        for call in run.app.calls:
+        sent = max(app.arrival, self.env.now)
+        for call in app.calls:
             if run.missing[call.name] == 0:
-                self._send(run, call)
+                self._send(run, call, sent)
 
-    def _send(self, run: AppRun, call: Call) -> None:
+    def _send(self, run: AppRun, call: Call, sent: float | None = None) -> None:
+        """Send ``call`` at ``sent`` (default: now); it reaches the service half a round trip
+        later."""
         app = run.app
         prompt = prompt_tokens(app, call, run.lengths) + self.cfg.chat_template_tokens
         uid = self.next_uid()
@@ -92,11 +98,12 @@ class LangChainClient:
             shared = shared_prefix(app, call)
             if shared is not None:
                 info.shared_prefix, info.shared_tokens = shared
-        req.rtt = self.network.rtt()
-        req.sent = self.env.now
+        req.rtt = run.rtts[call.name]
+        req.sent = self.env.now if sent is None else sent
         run.sent += 1
         self.requests.append(req)
-        self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self.submit(info))
+        self.env.timeout(req.sent - self.env.now + req.rtt / 2).callbacks.append(
+            lambda _e: self.submit(info))
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
         """The engine finished the call: its output travels back to the client. When no call

@@ -86,6 +86,10 @@ def steps_within_blocks(own_tokens: list[int], free_blocks: int, block_size: int
     ``s - 1`` more tokens still leaves one block free (vLLM's ``can_append_slot`` test)."""
     if max_steps <= 1 or free_blocks < 1:
         return 1
+    # Each context takes at most ceil((max_steps - 1) / block_size) more blocks: usually that
+    # bound fits and no per-context work is needed.
+    if len(own_tokens) * -(-(max_steps - 1) // block_size) + 1 <= free_blocks:
+        return max_steps
 
     def need(extra: int) -> int:
         return sum(-(-(t + extra) // block_size) - -(-t // block_size) for t in own_tokens)

@@ -61,6 +61,8 @@ class VllmPolicy(EnginePolicy):
                 seq.prompt_len = seq.fill_target = limit
 
     def schedule(self, state: EngineState) -> Batch:
+        if not state.waiting:
+            return Batch(decodes=self._decode(state))
         kv, cfg = state.kv, self.cfg
         watermark = int(cfg.watermark * kv.num_blocks)
         prefills: list[tuple[Sequence, int]] = []
@@ -93,9 +95,10 @@ class VllmPolicy(EnginePolicy):
         if self._unsorted:
             state.running.sort(key=_fcfs)
             self._unsorted = False
-        if kv.free_blocks >= len(state.running):  # no sequence can be short of a block
-            kv.grow_each([s.ctx for s in state.running], 1)
-            return list(state.running)
+        seqs = state.running
+        if kv.num_blocks - kv.used_blocks >= len(seqs):  # no sequence can be short of a block
+            kv.grow_each([s.ctx for s in seqs], 1)
+            return seqs.copy()
         queue = list(state.running)
         running: list[Sequence] = []
         while queue:
@@ -123,9 +126,13 @@ class VllmPolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
-        horizon = min(s.output_len - s.generated for s in batch.decodes)
-        return steps_within_blocks([s.ctx.tokens for s in batch.decodes], state.kv.free_blocks,
-                                   state.kv.block_size, horizon)
+        decodes = batch.decodes
+        horizon = min([s.output_len - s.generated for s in decodes])
+        kv = state.kv
+        if len(decodes) * -(-(horizon - 1) // kv.block_size) + 1 <= kv.free_blocks:
+            return horizon  # the fast path of steps_within_blocks, without building the list
+        return steps_within_blocks([s.ctx.tokens for s in decodes], kv.free_blocks,
+                                   kv.block_size, horizon)
 
 
 def _fcfs(seq: Sequence) -> tuple:
