@@ -158,11 +158,24 @@ class DecodeStretch:
     single steps up to float rounding (< 1 ns).
     """
 
-    __slots__ = ("cm", "base", "kv0", "growth", "paged")
+    __slots__ = ("cm", "base", "kv0", "growth", "paged", "first", "_a0", "_b0", "_n0")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
                  paged: _Interp) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
+        # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
+        # for j < n0.
+        xs, ys, last = paged.xs, paged.ys, paged.last
+        seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
+        slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+        self._a0 = cm.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
+        #: duration of step 0 (s)
+        self.first = self._a0
+        self._b0 = cm.scale * slope * growth
+        if seg == last or growth <= 0:
+            self._n0 = 1 << 62
+        else:
+            self._n0 = max(1, math.ceil((xs[seg + 1] - kv0) / growth))
 
     def step(self, j: int) -> float:
         """Duration of step ``j`` (0-based)."""
@@ -172,12 +185,19 @@ class DecodeStretch:
     def duration(self, steps: int) -> float:
         """Total duration of the first ``steps`` steps."""
         if steps == 1 or self.growth == 0:
-            return steps * self.step(0)
-        cm, interp = self.cm, self.paged
-        xs, ys, last = interp.xs, interp.ys, interp.last
+            return steps * self.first
+        interp = self.paged
         last_kv = self.kv0 + self.growth * (steps - 1)
         if last_kv > interp.hi or last_kv < interp.lo:
-            cm.extrapolated += 1
+            self.cm.extrapolated += 1
+        if steps <= self._n0:
+            return steps * self._a0 + self._b0 * (steps - 1) * steps / 2
+        return self._segments(steps)
+
+    def _segments(self, steps: int) -> float:
+        """:meth:`duration` summed segment by segment of the paged curve."""
+        cm, interp = self.cm, self.paged
+        xs, ys, last = interp.xs, interp.ys, interp.last
         total, j = 0.0, 0
         seg = min(max(bisect_right(xs, self.kv0) - 1, 0), last)
         while j < steps:
@@ -198,7 +218,7 @@ class DecodeStretch:
         """The first step count ``j`` in ``[1, limit]`` whose steps last at least ``elapsed``."""
         # Steps never get shorter, so elapsed / first step bounds the answer from above, and
         # it is usually exact: search only below that guess.
-        guess = min(limit, max(1, math.ceil(elapsed / self.step(0))))
+        guess = min(limit, max(1, math.ceil(elapsed / self.first)))
         if guess == 1 or self.duration(guess - 1) < elapsed:
             return guess
         lo, hi = 0, guess - 1  # duration(lo) < elapsed <= duration(hi), duration(0) = 0

@@ -107,7 +107,7 @@ class Engine:
             self._stretch = None
             self._account(start, end, batch, steps)
             self.clock = end
-            self._emit_decode(batch, steps, start + stretch.step(0), end)
+            self._emit_decode(batch, steps, start + stretch.first, end)
         self._next_iteration()
 
     def _cut_stretch(self) -> None:
