@@ -1,11 +1,14 @@
 """GPU benchmark of the kernels package, one device command:
 
-    python -m kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama]
+    python -m kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama,
+                                       tune_cascade,tune_gemv,tune_prefill]
 
 Measures the ceilings first (streaming read, copy, bf16 GEMM), checks every kernel against its
 fp32 reference at real shapes, then times (CUDA graph replays, L2 flushed between repetitions,
 median): paged decode on unshared KV, shared-prefix vs paged-over-shared-pages, prefill
-attention, and the LLaMA forward pass. Writes DIR/results.md, DIR/results.csv, DIR/env.json.
+attention, and the LLaMA forward pass; ``tune_*`` sections sweep the v3 kernels and measure the
+GEMM rate burst vs sustained (:mod:`kernels.bench_tuning`), ``diag_*`` are run-2 diagnostics.
+Writes DIR/results.md, DIR/results.csv, DIR/env.json.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 import torch
 import triton
 
-from kernels import bench_attention, bench_diag, bench_llama
+from kernels import bench_attention, bench_diag, bench_llama, bench_tuning
 from kernels.bench_util import Tables, Timer, measure_ceilings
 
 SHARED_CONFIGS = (
@@ -59,6 +62,12 @@ def main() -> None:
         ("diag_cascade", lambda: bench_diag.cascade(tables, timer, dev)),
         ("diag_prefill", lambda: bench_diag.prefill_pieces(tables, timer, dev)),
         ("diag_gemv", lambda: bench_diag.gemv(tables, timer, ceil["stream_read_TBs"], dev)),
+        ("tune_cascade", lambda: bench_tuning.cascade(tables, timer, ceil["stream_read_TBs"],
+                                                      dev)),
+        ("tune_gemv", lambda: bench_tuning.gemv_tiles(tables, timer, ceil["stream_read_TBs"],
+                                                      dev)),
+        ("tune_prefill", lambda: bench_tuning.prefill_rates(
+            tables, timer, ceil["gemm_bf16_8192_TFLOPs"], dev)),
     ]
     for name, fn in steps:
         if name not in sections:

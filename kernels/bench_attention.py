@@ -69,7 +69,7 @@ def correctness(tables, dev: torch.device) -> None:
         for p, suffix in ((6000, [0, 300, 17, 256, 1, 99, 160, 31]), (1003, [5, 0, 256])):
             q, k, v, pre, suf, sl = _shared_setup(len(suffix), p, 300, g, dev, suffix)
             ro, rl = ref_shared_prefix_decode(q, k, v, pre, p, suf, sl)
-            for mode in ("fused", "separate"):
+            for mode in ("fused", "separate", "concurrent"):
                 o, lse = shared_prefix_decode_attention(q, k, v, pre, p, suf, sl, mode=mode)
                 _ok(tables, f"shared G={g} P={p} {mode}", _rel(o, ro),
                     float((lse - rl).abs().max()))
@@ -135,9 +135,9 @@ def shared_prefix(tables, timer, bw: float, dev: torch.device, configs) -> None:
             unique_us = timer(partial(paged_decode_attention, q, ku, vu, ut, fl))
             del ku, vu
         variants = {}
-        for mode in ("fused", "separate"):
-            for spl in (None, 768, 1024):
-                for bm in (None, 16, 32):
+        for mode in ("fused", "separate", "concurrent"):
+            for spl in (None, 768, 1536):
+                for bm in (None, 16):
                     variants[(mode, spl, bm)] = timer(partial(
                         shared_prefix_decode_attention, q, k, v, pre, p, suf, sl, mode=mode,
                         prefix_split_tokens=spl, prefix_block_m=bm))

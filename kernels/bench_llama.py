@@ -18,6 +18,15 @@ from kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
 from kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
 from kernels.llama_ops import skinny_linear
 
+# (label, skinny_max_tokens, gemv_single, pdl, attention KV splits); the first is the reference
+# for the logits check
+DECODE_VARIANTS = [("cublas", 0, False, False, None), ("skinny", 1, False, False, None),
+                   ("gemv", 0, True, False, None), ("gemv+pdl (default)", 0, True, True, None),
+                   ("gemv+pdl splits=3", 0, True, True, 3),
+                   ("gemv+pdl splits=6", 0, True, True, 6),
+                   ("gemv+pdl splits=16", 0, True, True, 16)]
+DECODE_DEFAULT = (True, True)  # LlamaModel's (gemv_single, pdl) defaults
+
 
 def _weight_bytes(m: LlamaModel) -> int:
     per = sum(t.numel() for t in m.layers[0].values()) * len(m.layers)
@@ -56,23 +65,34 @@ def gemms(tables, timer, model: LlamaModel, bw: float, rate: float) -> None:
 
 def decode_prefill(tables, timer, model: LlamaModel, bw: float, rate: float, name: str,
                    prefill_tokens: int = 4096) -> None:
-    """Decode step B=1 ctx 512 (graph, skinny vs cuBLAS linear; eager), prefill 4096."""
+    """Decode step B=1 ctx 512 (graph: cuBLAS, skinny, PDL-GEMV linears; eager), prefill 4096."""
     dev, cfg = model.device, model.cfg
     floor = _weight_bytes(model) / bw / 1e9
     batch = build_batch([], [SeqChunk([7], 512, list(range(33)))], dev)
-    for skinny in (1, 0):
-        model.skinny_max_tokens = skinny
-        g = DecodeGraph(model, batch)
-        us = timer(g.run, graph=False, reps=30)
-        tables.add("llama", model=name, case="decode B=1 ctx=512 graph",
-                   linear="skinny" if skinny else "cublas", ms=us / 1e3, floor_ms=floor,
-                   ratio=us / 1e3 / floor)
+    ref = None
+    for linear, skinny, single, pdl, splits in DECODE_VARIANTS:
+        model.skinny_max_tokens, model.gemv_single, model.pdl = skinny, single, pdl
+        model.decode_splits = splits
+        try:
+            g = DecodeGraph(model, batch)
+            us = timer(g.run, graph=False, reps=30)
+            logits = g.run().clone()
+        except Exception as e:  # keep the other variants
+            tables.add("llama", model=name, case="decode B=1 ctx=512 graph", linear=linear,
+                       error=str(e)[:200])
+            continue
+        ref = logits if ref is None else ref
+        tables.add("llama", model=name, case="decode B=1 ctx=512 graph", linear=linear,
+                   ms=us / 1e3, floor_ms=floor, ratio=us / 1e3 / floor,
+                   logits_rel_vs_cublas=float((logits - ref).norm() / ref.norm()))
         del g
-        if skinny:
+        if linear == "skinny":
             us = timer(partial(model.forward, batch), graph=False, reps=10)
             tables.add("llama", model=name, case="decode B=1 ctx=512 eager", linear="skinny",
                        ms=us / 1e3, floor_ms=floor, ratio=us / 1e3 / floor)
-    model.skinny_max_tokens = 1
+    model.gemv_single, model.pdl = DECODE_DEFAULT
+    model.decode_splits = None
+    model.skinny_max_tokens = 0
     t = prefill_tokens
     if not t:
         return

@@ -7,20 +7,24 @@ write, causal prefill attention (Triton over the paged cache, or torch SDPA for 
 context), decode attention (``"paged"`` or ``"shared_prefix"``), SwiGLU MLP, final norm and the
 LM head for the last token of each sequence. Linear layers use cuBLAS; optionally
 (``skinny_max_tokens``) small batches use the fused skinny GEMVs of :mod:`kernels.llama_ops`
-(norm / SiLU prologue, residual epilogue). :class:`DecodeGraph` captures a decode
-step in a CUDA graph.
+(norm / SiLU prologue, residual epilogue), and (``gemv_single``) a one-token forward uses the
+fused GEMVs of :mod:`kernels.gemv` with every kernel of the step chained by programmatic
+dependent launch. :class:`DecodeGraph` captures a decode step in a CUDA graph.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from kernels.gemv import gemv
 from kernels.llama_batch import PAGE_SIZE, ForwardBatch
 from kernels.llama_ops import rms_norm, rope_and_cache, silu_mul, skinny_linear
-from kernels.paged_decode import paged_decode_attention
+from kernels.paged_decode import choose_num_splits, paged_decode_attention
 from kernels.prefill import prefill_attention
 from kernels.shared_prefix_decode import shared_prefix_decode_attention
 
@@ -67,14 +71,23 @@ class LlamaModel:
     ``decode_attention``: "paged" or "shared_prefix"; ``prefill_backend``: "triton" or "sdpa"
     (SDPA only for batches whose prefill chunks all start at position 0); ``skinny_max_tokens``:
     batches with at most this many tokens (<= 16) use the fused skinny GEMMs (default 0 = off:
-    on the H200 the cuBLAS path measured 4.46 ms per 7B decode step vs 4.89 ms, NOTES.md).
+    on the H200 the cuBLAS path measured 4.46 ms per 7B decode step vs 4.89 ms, NOTES.md);
+    ``gemv_single`` (default on: 3.8 vs 4.5 ms per 7B step on the H200, NOTES.md): one-token
+    batches use :func:`kernels.gemv.gemv` (fused prologues and residual) and PDL launches for
+    every kernel of the layer (``pdl``); ``sdpa_backend``:
+    None (torch's choice) or "cudnn" / "flash" / "efficient" for the SDPA prefill path.
     """
 
     def __init__(self, cfg: LlamaConfig, num_pages: int, device: torch.device | str = "cuda",
                  dtype: torch.dtype = torch.bfloat16, seed: int = 0,
                  decode_attention: str = "paged", prefill_backend: str = "sdpa",
-                 skinny_max_tokens: int = 0) -> None:
+                 skinny_max_tokens: int = 0, gemv_single: bool = True,
+                 pdl: bool = True) -> None:
         self.cfg, self.device, self.dtype = cfg, torch.device(device), dtype
+        self.gemv_single, self.pdl = gemv_single, pdl
+        self.sdpa_backend: str | None = None
+        # paged decode KV splits (None: heuristic; one-token PDL steps use >= 96-token splits)
+        self.decode_splits: int | None = None
         self.decode_attention, self.prefill_backend = decode_attention, prefill_backend
         self.skinny_max_tokens = min(skinny_max_tokens, 16)
         gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -110,17 +123,23 @@ class LlamaModel:
 
     # ---------------------------------------------------------------- pieces
     def attention(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  batch: ForwardBatch, out: torch.Tensor) -> None:
-        """Attention of q [T, Hq, D] for one layer (KV already in the cache) into out."""
+                  batch: ForwardBatch, out: torch.Tensor, pdl: bool = False) -> None:
+        """Attention of q [T, Hq, D] for one layer (KV already in the cache) into out;
+        ``pdl``: the decode kernels use programmatic dependent launch."""
         kc, vc = self.k_cache[layer], self.v_cache[layer]
         tp = batch.num_prefill_tokens
         if tp:
             if self.prefill_backend == "sdpa" and batch.prefill_no_context:
                 a = 0
+                backends = {"cudnn": SDPBackend.CUDNN_ATTENTION,
+                            "flash": SDPBackend.FLASH_ATTENTION,
+                            "efficient": SDPBackend.EFFICIENT_ATTENTION}
                 for n in batch.prefill_q_lens:
                     qs, ks, vs = (x[a:a + n].transpose(0, 1)[None] for x in (q, k, v))
-                    o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True,
-                                                       enable_gqa=ks.shape[1] != qs.shape[1])
+                    with (sdpa_kernel(backends[self.sdpa_backend]) if self.sdpa_backend
+                          else nullcontext()):
+                        o = F.scaled_dot_product_attention(
+                            qs, ks, vs, is_causal=True, enable_gqa=ks.shape[1] != qs.shape[1])
                     out[a:a + n] = o[0].transpose(0, 1)
                     a += n
             else:
@@ -134,7 +153,13 @@ class LlamaModel:
                 shared_prefix_decode_attention(qd, kc, vc, bt[0, :n], n * PAGE_SIZE, bt[:, n:],
                                                lens - n * PAGE_SIZE, out=od)
             else:
-                paged_decode_attention(qd, kc, vc, bt, lens, out=od)
+                splits = self.decode_splits
+                if splits is None and pdl:  # batch 1: more, shorter splits (NOTES.md, run 3:
+                    # 6 splits at ctx 512 measured 3.70 ms vs 3.81 with the 256-token rule)
+                    splits = choose_num_splits(qd.shape[0] * kc.shape[2],
+                                               bt.shape[1] * PAGE_SIZE, qd.device,
+                                               min_split_tokens=96)
+                paged_decode_attention(qd, kc, vc, bt, lens, num_splits=splits, out=od, pdl=pdl)
 
     def layer(self, i: int, h: torch.Tensor, batch: ForwardBatch | None) -> torch.Tensor:
         """One decoder layer on the residual stream h [T, hidden]; ``batch=None`` skips rope,
@@ -142,8 +167,12 @@ class LlamaModel:
         cfg, w = self.cfg, self.layers[i]
         t = h.shape[0]
         hq, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        skinny = 0 < t <= self.skinny_max_tokens
-        if skinny:
+        single = t == 1 and self.gemv_single
+        pdl = single and self.pdl
+        skinny = not single and 0 < t <= self.skinny_max_tokens
+        if single:
+            qkv = gemv(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps, pdl=pdl)
+        elif skinny:
             qkv = skinny_linear(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps)
         else:
             qkv = rms_norm(h, w["ln_in"], cfg.rms_eps) @ w["w_qkv"].t()
@@ -153,10 +182,15 @@ class LlamaModel:
             o = q.reshape(t, hq * d)
         else:
             rope_and_cache(qkv, batch.positions, self.cos, self.sin, batch.slot_mapping,
-                           self.k_cache[i], self.v_cache[i], hq, hkv)
+                           self.k_cache[i], self.v_cache[i], hq, hkv, pdl=pdl)
             o = torch.empty(t, hq, d, dtype=h.dtype, device=h.device)
-            self.attention(i, q, heads[:, hq:hq + hkv], heads[:, hq + hkv:], batch, o)
+            self.attention(i, q, heads[:, hq:hq + hkv], heads[:, hq + hkv:], batch, o, pdl=pdl)
             o = o.view(t, hq * d)
+        if single:
+            gemv(o, w["w_o"], residual=h, out=h, pdl=pdl)
+            gu = gemv(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps, pdl=pdl)
+            gemv(gu, w["w_down"], "silu_mul", residual=h, out=h, pdl=pdl)
+            return h
         if skinny:
             skinny_linear(o, w["w_o"], residual=h, out=h)
             gu = skinny_linear(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps)
@@ -168,6 +202,10 @@ class LlamaModel:
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm + LM head: h [N, hidden] -> logits [N, vocab] fp32."""
+        if h.shape[0] == 1 and self.gemv_single:
+            out = torch.empty(1, self.cfg.vocab_size, dtype=torch.float32, device=h.device)
+            return gemv(h, self.lm_head, "rmsnorm", self.norm, self.cfg.rms_eps, out=out,
+                        pdl=self.pdl)
         if 0 < h.shape[0] <= self.skinny_max_tokens:
             out = skinny_linear(h, self.lm_head, "rmsnorm", self.norm, self.cfg.rms_eps)
         else:

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernels._common import INTERPRET, num_sms
+from kernels.gemv import gdc_launch_if, gdc_wait_if
 
 
 @triton.jit
@@ -65,7 +66,9 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
 def _rope_cache_kernel(qkv_ptr, pos_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_ptr, stride_t,
                        stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
                        HQ: tl.constexpr, HKV: tl.constexpr, HALF: tl.constexpr,
-                       BH: tl.constexpr, PAGE: tl.constexpr):
+                       BH: tl.constexpr, PAGE: tl.constexpr, PDL: tl.constexpr = False):
+    gdc_launch_if(PDL)
+    gdc_wait_if(PDL)
     t = tl.program_id(0).to(tl.int64)
     kind = tl.program_id(1)  # 0: q heads, 1: k heads, 2: v heads
     D: tl.constexpr = 2 * HALF
@@ -102,10 +105,12 @@ def _rope_cache_kernel(qkv_ptr, pos_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_
 
 def rope_and_cache(qkv: torch.Tensor, positions: torch.Tensor, cos: torch.Tensor,
                    sin: torch.Tensor, slot_mapping: torch.Tensor, k_cache: torch.Tensor,
-                   v_cache: torch.Tensor, num_heads: int, num_kv_heads: int) -> None:
+                   v_cache: torch.Tensor, num_heads: int, num_kv_heads: int,
+                   pdl: bool = False) -> None:
     """Rotate q and k of qkv [T, (Hq+2Hkv)*D] in place (rotate-half / HF LLaMA convention,
     cos/sin fp32 [max_pos, D/2]) and write k, v of token t to cache slot ``slot_mapping[t]``
-    (= page * 16 + offset) of k_cache / v_cache [pages, 16, Hkv, D]."""
+    (= page * 16 + offset) of k_cache / v_cache [pages, 16, Hkv, D]. ``pdl``: launch with
+    programmatic dependent launch (see :mod:`kernels.gemv`)."""
     t = qkv.shape[0]
     if t == 0:
         return
@@ -114,7 +119,8 @@ def rope_and_cache(qkv: torch.Tensor, positions: torch.Tensor, cos: torch.Tensor
         qkv, positions, cos, sin, slot_mapping, k_cache, v_cache, qkv.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3], HQ=num_heads, HKV=num_kv_heads,
         HALF=half, BH=triton.next_power_of_2(max(num_heads, num_kv_heads)),
-        PAGE=k_cache.shape[1], num_warps=4)
+        PAGE=k_cache.shape[1], PDL=pdl and not INTERPRET, num_warps=4,
+        **({"launch_pdl": True} if pdl and not INTERPRET else {}))
 
 
 @triton.jit

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernels._common import INTERPRET, LOG2E, PAGE_SIZE, default_scale, mma, num_sms
+from kernels.gemv import gdc_launch_if, gdc_wait_if
 
 
 @triton.jit
@@ -105,8 +106,10 @@ def _decode_kernel(
     stride_btb, stride_ob, stride_oh, NUM_SPLITS,
     G: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
     D: tl.constexpr, PAGE: tl.constexpr, DIRECT: tl.constexpr, F32: tl.constexpr,
-    MERGE: tl.constexpr,
+    MERGE: tl.constexpr, PDL: tl.constexpr = False,
 ):
+    gdc_launch_if(PDL)
+    gdc_wait_if(PDL)
     b = tl.program_id(0)
     kvh = tl.program_id(1)
     split = tl.program_id(2)
@@ -119,8 +122,10 @@ def _decode_kernel(
 
 @triton.jit
 def merge_kernel(po_ptr, plse_ptr, out_ptr, lse_ptr, HQ, n_slots, stride_ob, stride_oh,
-                 D: tl.constexpr, BLOCK_S: tl.constexpr):
+                 D: tl.constexpr, BLOCK_S: tl.constexpr, PDL: tl.constexpr = False):
     """Merge the ``n_slots`` partial states of (sequence, head) = program (0, 1) by LSE."""
+    gdc_launch_if(PDL)
+    gdc_wait_if(PDL)
     b = tl.program_id(0)
     h = tl.program_id(1)
     offs_s = tl.arange(0, BLOCK_S)
@@ -154,7 +159,7 @@ def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   num_splits: int, out: torch.Tensor | None, lse: torch.Tensor | None,
                   po: torch.Tensor | None, plse: torch.Tensor | None, slot0: int = 0,
                   block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
-                  merge: bool = False) -> None:
+                  merge: bool = False, pdl: bool = False) -> None:
     """Launch the split-KV decode kernel. With ``po``/``plse`` (fp32 [B, Hq, S, D] / [B, Hq, S])
     it writes partial states into slots ``slot0 .. slot0+num_splits-1``; else (one split) it
     writes ``out`` [B, Hq, D] and natural-log ``lse`` [B, Hq] directly. ``merge`` (one split,
@@ -173,23 +178,28 @@ def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3],
         block_tables.stride(0), *(out.stride()[:2] if direct else (0, 0)), num_splits, G=G, BLOCK_H=max(16, triton.next_power_of_2(G)),
         BLOCK_N=block_n, D=D, PAGE=page, DIRECT=direct, F32=INTERPRET, MERGE=merge,
-        num_warps=num_warps, num_stages=num_stages,
+        PDL=pdl and not INTERPRET, num_warps=num_warps, num_stages=num_stages, **_pdl_kw(pdl),
     )
 
 
+def _pdl_kw(pdl: bool) -> dict:
+    return {"launch_pdl": True} if pdl and not INTERPRET else {}
+
+
 def launch_merge(po: torch.Tensor, plse: torch.Tensor, out: torch.Tensor,
-                 lse: torch.Tensor) -> None:
+                 lse: torch.Tensor, pdl: bool = False, num_warps: int = 4) -> None:
     """Merge partial states ``po`` [B, Hq, S, D] / ``plse`` [B, Hq, S] into ``out``, ``lse``."""
     B, HQ, S, D = po.shape
     merge_kernel[(B, HQ)](po, plse, out, lse, HQ, S, out.stride(0), out.stride(1),
-                          D=D, BLOCK_S=max(2, triton.next_power_of_2(S)), num_warps=4)
+                          D=D, BLOCK_S=max(2, triton.next_power_of_2(S)),
+                          PDL=pdl and not INTERPRET, num_warps=num_warps, **_pdl_kw(pdl))
 
 
 def paged_decode_attention(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float | None = None,
     num_splits: int | None = None, block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
-    out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+    out: torch.Tensor | None = None, lse: torch.Tensor | None = None, pdl: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention of one query token per sequence over a paged KV cache.
 
@@ -202,6 +212,7 @@ def paged_decode_attention(
         sm_scale: softmax scale (default 1/sqrt(D)).
         num_splits: KV splits per sequence (default from :func:`choose_num_splits` using the
             table width, so no host sync; fixed splits keep CUDA-graph capture valid).
+        pdl: launch with programmatic dependent launch (decode step chains, CUDA only).
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
         ``ln sum_j exp(sm_scale * q.k_j)``.
@@ -215,13 +226,15 @@ def paged_decode_attention(
     lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
     if num_splits == 1:
         launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, 1, out, lse, None,
-                      None, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
+                      None, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
+                      pdl=pdl)
         return out, lse
     po = torch.empty(B, HQ, num_splits, D, dtype=torch.float32, device=q.device)
     plse = torch.empty(B, HQ, num_splits, dtype=torch.float32, device=q.device)
     launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, None, None,
-                  po, plse, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
-    launch_merge(po, plse, out, lse)
+                  po, plse, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
+                  pdl=pdl)
+    launch_merge(po, plse, out, lse, pdl=pdl)
     return out, lse
 
 

@@ -7,7 +7,10 @@ pairs, so a [BM, D] x [D, BN] product replaces BM matrix-vector products and the
 from HBM once instead of B times. Phase 2 is the paged split-KV decode of each suffix
 (:func:`kernels.paged_decode.decode_tile`). Both write partial states (o, lse2); a reduce merges
 them by log-sum-exp. ``mode="fused"`` runs phases 1 and 2 as one launch (prefix tiles first, then
-suffix tiles), ``mode="separate"`` as two.
+suffix tiles), ``mode="separate"`` as two, ``mode="concurrent"`` as two launches on two CUDA
+streams (fork/join, also inside a captured CUDA graph) so the prefix programs and the suffix
+programs share the GPU, each with its own tile configuration (measured fastest for B*G > 32 on
+the H200, kernels/NOTES.md).
 """
 
 from __future__ import annotations
@@ -18,6 +21,15 @@ import triton.language as tl
 
 from kernels._common import INTERPRET, LOG2E, default_scale, mma, num_sms
 from kernels.paged_decode import choose_num_splits, decode_tile, launch_decode, launch_merge
+
+_SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+
+
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
+    """One extra CUDA stream per device for the prefix phase of ``mode="concurrent"``."""
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
+    return _SIDE_STREAMS[device]
 
 
 @triton.jit
@@ -112,12 +124,15 @@ def _cascade_kernel(
 def prefix_tiles(batch: int, group: int, prefix_len: int, num_kv_heads: int,
                  device: torch.device, split_tokens: int | None = None,
                  waves: float = 2.0, block_n: int = 64,
-                 block_m: int | None = None) -> tuple[int, int, int, int, int]:
+                 block_m: int | None = None,
+                 at_most_one_wave: bool = False) -> tuple[int, int, int, int, int]:
     """Tile choice by batch size: returns ``(BM, BN, num_warps, split_len, num_splits)``.
 
     BM = rows (sequences x query heads of one KV head) per tile: 16/32/64/128 for up to 16/32/64/
     more rows. The prefix is cut into splits of ``split_len`` tokens (a multiple of BN) so that
-    row-blocks x KV heads x splits fills ``waves`` waves of SMs, unless ``split_tokens`` is given.
+    row-blocks x KV heads x splits fills ``waves`` waves of SMs, unless ``split_tokens`` is given;
+    with ``at_most_one_wave`` (mode "concurrent") into as many splits as keep the programs at
+    most one per SM (the suffix programs share the SMs; best at B=64/256, G=1/4, NOTES.md).
     """
     rows = batch * group
     bm = block_m or (16 if rows <= 16 else 32 if rows <= 32 else 64 if rows <= 64 else 128)
@@ -126,6 +141,8 @@ def prefix_tiles(batch: int, group: int, prefix_len: int, num_kv_heads: int,
     if split_tokens is None:
         progs = -(-rows // bm) * num_kv_heads
         want = max(1, -(-int(waves * num_sms(device)) // progs))
+        if at_most_one_wave:
+            want = max(1, num_sms(device) // progs)
         split_tokens = -(-max(prefix_len, 1) // want)
         split_tokens = max(split_tokens, 256)
     split_len = -(-split_tokens // bn) * bn
@@ -138,8 +155,8 @@ def shared_prefix_decode_attention(
     suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
     sm_scale: float | None = None, mode: str = "auto", prefix_split_tokens: int | None = None,
     suffix_splits: int | None = None, num_stages: int = 2, prefix_block_n: int = 64,
-    suffix_block_n: int = 64, suffix_stages: int = 3, prefix_block_m: int | None = None,
-    out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+    suffix_block_n: int | None = None, suffix_stages: int | None = None,
+    prefix_block_m: int | None = None, suffix_warps: int = 4, merge_warps: int = 1, out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention for B sequences that share a prefix.
 
@@ -152,13 +169,16 @@ def shared_prefix_decode_attention(
         suffix_block_tables: int32 [B, max_suffix_pages]; suffix token j of sequence b (position
             ``prefix_len + j``) lives at page ``suffix_block_tables[b, j // 16]``, slot ``j % 16``.
         suffix_lens: int32 [B] suffix tokens per sequence (0 allowed).
-        mode: "auto" (fused when B*G <= 32, else separate: measured on the H200, NOTES.md),
+        mode: "auto" (fused when B*G <= 32, else concurrent: measured on the H200, NOTES.md),
             "fused" (prefix and suffix tiles in one launch, then a merge launch),
-            "separate" (prefix, suffix, merge: three launches) or "chained" (prefix launch,
+            "separate" (prefix, suffix, merge: three launches), "concurrent" (as separate, but
+            prefix and suffix on two streams, running at the same time) or "chained" (prefix launch,
             then one suffix launch that merges the prefix states in its epilogue, as in
             Parrot; the suffix is not split).
         prefix_split_tokens / suffix_splits: override the split heuristics.
-        num_stages / prefix_block_n, suffix_stages / suffix_block_n: tile pipelining;
+        num_stages / prefix_block_n, suffix_stages / suffix_block_n / suffix_warps: tiles
+            (suffix default 128 tokens x 2 stages for "concurrent", else 64 x 3);
+            merge_warps: warps of the merge kernel (1 measured 4 us faster than 4 at B=64);
             prefix_block_m: rows per prefix tile (default by batch, see prefix_tiles).
         out, lse: optional output buffers ([B, Hq, D] q.dtype, [B, Hq] fp32).
     Returns:
@@ -168,18 +188,28 @@ def shared_prefix_decode_attention(
     _, page, HKV, _ = k_cache.shape
     G = HQ // HKV
     scale = default_scale(D, sm_scale) * LOG2E
+    if mode == "auto":
+        mode = "fused" if B * G <= 32 else "concurrent"
+    if mode not in ("fused", "separate", "concurrent", "chained"):
+        raise ValueError(f"unknown mode {mode!r}")
+    # concurrent: the suffix programs fill the GPU too, so fewer, longer prefix splits
+    conc = mode == "concurrent"
     bm, bn, warps, split_len, nsp = prefix_tiles(B, G, prefix_len, HKV, q.device,
                                                  prefix_split_tokens, block_n=prefix_block_n,
-                                                 block_m=prefix_block_m)
+                                                 block_m=prefix_block_m, at_most_one_wave=conc)
+    if suffix_block_n is None:
+        suffix_block_n = 128 if conc else 64
+    if suffix_stages is None:
+        suffix_stages = 2 if conc else 3
     nss = suffix_splits or choose_num_splits(B * HKV, suffix_block_tables.shape[1] * page,
                                              q.device)
-    if mode == "auto":
-        mode = "fused" if B * G <= 32 else "separate"
     if mode == "chained":
         nss = 0
     n_slots = nsp + nss
     po = torch.empty(B, HQ, n_slots, D, dtype=torch.float32, device=q.device)
     plse = torch.empty(B, HQ, n_slots, dtype=torch.float32, device=q.device)
+    out = torch.empty_like(q) if out is None else out
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
     rb = -(-(B * G) // bm)
     strides = (q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3])
     if mode == "fused":
@@ -187,28 +217,42 @@ def shared_prefix_decode_attention(
         _cascade_kernel[(n_pre + B * HKV * nss,)](
             q, k_cache, v_cache, prefix_pages, prefix_len, suffix_block_tables, suffix_lens,
             po, plse, split_len, scale, B * G, B, HQ, HKV, n_slots, rb, n_pre,
-            *strides, suffix_block_tables.stride(0), nsp, nss, G=G, BM=bm, BN=bn, BLOCK_H=max(16, triton.next_power_of_2(G)),
+            *strides, suffix_block_tables.stride(0), nsp, nss, G=G, BM=bm, BN=bn,
+            BLOCK_H=max(16, triton.next_power_of_2(G)),
             BN_S=suffix_block_n, D=D, PAGE=page, F32=INTERPRET, num_warps=warps,
             num_stages=num_stages)
-    elif mode in ("separate", "chained"):
+        launch_merge(po, plse, out, lse)
+        return out, lse
+
+    def prefix() -> None:
         _prefix_kernel[(rb, HKV, nsp)](
             q, k_cache, v_cache, prefix_pages, prefix_len, po, plse, split_len, scale, B * G,
             HQ, n_slots, *strides, G=G, BM=bm, BN=bn, D=D, PAGE=page, F32=INTERPRET,
             num_warps=warps, num_stages=num_stages)
-    else:
-        raise ValueError(f"unknown mode {mode!r}")
-    out = torch.empty_like(q) if out is None else out
-    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
+
+    def suffix() -> None:
+        launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, nss,
+                      None, None, po, plse, slot0=nsp, block_n=suffix_block_n,
+                      num_warps=suffix_warps, num_stages=suffix_stages)
+
     if mode == "chained":
+        prefix()
         launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, 1,
                       out, lse, po, plse, slot0=nsp, block_n=suffix_block_n,
                       num_stages=suffix_stages, merge=True)
         return out, lse
-    if mode == "separate":
-        launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, nss,
-                      None, None, po, plse, slot0=nsp, block_n=suffix_block_n,
-                      num_stages=suffix_stages)
-    launch_merge(po, plse, out, lse)
+    if mode == "concurrent" and q.is_cuda:
+        cur = torch.cuda.current_stream(q.device)
+        side = _side_stream(q.device)
+        side.wait_stream(cur)
+        with torch.cuda.stream(side):
+            prefix()
+        suffix()
+        cur.wait_stream(side)
+    else:
+        prefix()
+        suffix()
+    launch_merge(po, plse, out, lse, num_warps=merge_warps)
     return out, lse
 
 

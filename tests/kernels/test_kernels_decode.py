@@ -66,6 +66,8 @@ def test_paged_decode_batch1_scale():
      (4, 64, [0, 33], "separate"),
      (8, 37, [20, 5, 0, 64, 16], "fused"),
      (4, 0, [9, 30], "chained"),
+     (1, 100, [0, 64, 33, 17], "concurrent"),
+     (8, 37, [20, 5, 0, 64, 16], "concurrent"),
      (8, 100, [0, 1, 50], "chained"),
      (1, 211, [0], "separate")],
 )

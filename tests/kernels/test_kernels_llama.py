@@ -9,6 +9,7 @@ pytest.importorskip("triton")
 
 from kernel_fixtures import rel_err  # noqa: E402
 
+from kernels.gemv import gemv  # noqa: E402
 from kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
 from kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
 from kernels.llama_ops import rms_norm, silu_mul, skinny_linear  # noqa: E402
@@ -26,9 +27,11 @@ def _tokens(n, seed):
     return torch.randint(0, 256, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
-@pytest.mark.parametrize("prefill_backend,skinny", [("triton", 1), ("sdpa", 0)])
-def test_prefill_then_decode_matches_full_recompute(prefill_backend, skinny):
-    model = _model(prefill_backend=prefill_backend, skinny_max_tokens=skinny)
+@pytest.mark.parametrize("prefill_backend,skinny,single",
+                         [("triton", 1, False), ("sdpa", 0, False), ("sdpa", 0, True)])
+def test_prefill_then_decode_matches_full_recompute(prefill_backend, skinny, single):
+    model = _model(prefill_backend=prefill_backend, skinny_max_tokens=skinny,
+                   gemv_single=single)
     toks = _tokens(40, 1)
     pages = PagePool(48).alloc(64)
     logits = model.forward(build_batch([SeqChunk(toks[:37], 0, pages)], [], CPU))
@@ -97,3 +100,24 @@ def test_skinny_linear_matches_torch_ops():
     assert rel_err(rms_norm(x, nw, 1e-5), ref_norm * nw.float()) <= 1e-2
     g, u = gu.float().chunk(2, -1)
     assert rel_err(silu_mul(gu), torch.nn.functional.silu(g) * u) <= 1e-2
+
+
+@pytest.mark.parametrize("tiles", [(16, 16, 32, 4, 2), (8, 32, 16, 2, 3), (32, 64, 128, 4, 1)])
+def test_gemv_matches_torch_ops(tiles):
+    """The PDL GEMV (prefetched first chunk + pipelined rest, K not a multiple of the tiles)
+    against torch for every prologue, with an in-place residual and an fp32 output."""
+    gen = torch.Generator().manual_seed(sum(tiles))
+    k, n = 80, 40
+    x = torch.randn(1, k, generator=gen).bfloat16()
+    w = (torch.randn(n, k, generator=gen) / 8).bfloat16()
+    nw = (1 + torch.randn(k, generator=gen) / 10).bfloat16()
+    res = torch.randn(1, n, generator=gen).bfloat16()
+    y = gemv(x, w, "rmsnorm", nw, 1e-5, tiles=tiles)
+    assert rel_err(y, rms_norm(x, nw, 1e-5).float() @ w.float().t()) <= 1e-2
+    h = res.clone()
+    gemv(x, w, residual=h, out=h, tiles=tiles)
+    assert rel_err(h, res.float() + x.float() @ w.float().t()) <= 1e-2
+    gu = torch.randn(1, 2 * k, generator=gen).bfloat16()
+    y = gemv(gu, w, "silu_mul", out=torch.empty(1, n), tiles=tiles)
+    assert y.dtype == torch.float32
+    assert rel_err(y, silu_mul(gu).float() @ w.float().t()) <= 1e-2
