@@ -43,12 +43,12 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
     """Run one simulation; ``apps`` overrides the workload and ``profile`` the cluster's cost
     profile (for tests and fitting). Given ``apps`` are validated unless ``validate`` is False
     (for apps that came from :func:`build_apps`, which validates)."""
-    with _young_collections_only():
+    with _rare_collections():
         return _simulate(cfg, apps, profile, validate)
 
 
 @contextmanager
-def _young_collections_only():
+def _rare_collections():
     """Run with rare garbage collections: a run allocates millions of short-lived objects
     that reference counting frees, and frequent cycle scans over the long-lived apps and
     requests cost ~10 % of the run time. The previous thresholds are restored afterwards."""

@@ -79,17 +79,18 @@ def register_engine_policy(cls: C) -> C:
     return cls
 
 
-def steps_within_blocks(own_tokens: list[int], free_blocks: int, block_size: int,
+def steps_within_blocks(decodes: list[Sequence], free_blocks: int, block_size: int,
                         max_steps: int) -> int:
-    """Decode steps (the first already allocated) the KV cache allows before any sequence could
-    be short of a block: the largest ``s <= max_steps`` such that growing every context by
-    ``s - 1`` more tokens still leaves one block free (vLLM's ``can_append_slot`` test)."""
+    """Decode steps (the first already allocated) the KV cache allows before any of ``decodes``
+    could be short of a block: the largest ``s <= max_steps`` such that growing every context
+    by ``s - 1`` more tokens still leaves one block free (vLLM's ``can_append_slot`` test)."""
     if max_steps <= 1 or free_blocks < 1:
         return 1
     # Each context takes at most ceil((max_steps - 1) / block_size) more blocks: usually that
     # bound fits and no per-context work is needed.
-    if len(own_tokens) * -(-(max_steps - 1) // block_size) + 1 <= free_blocks:
+    if len(decodes) * -(-(max_steps - 1) // block_size) + 1 <= free_blocks:
         return max_steps
+    own_tokens = [s.ctx.tokens for s in decodes]
 
     def need(extra: int) -> int:
         return sum(-(-(t + extra) // block_size) - -(-t // block_size) for t in own_tokens)

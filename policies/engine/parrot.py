@@ -308,6 +308,5 @@ class ParrotEnginePolicy(EnginePolicy):
         if limit is not None and len(decodes) > 1:
             before = sum(s.kv_tokens - 1 for s in decodes)  # the lengths this walk used
             steps = min(steps, (limit - before) // len(decodes) + 1)
-        steps = steps_within_blocks([s.ctx.tokens for s in decodes], state.kv.free_blocks,
-                                    state.kv.block_size, steps)
+        steps = steps_within_blocks(decodes, state.kv.free_blocks, state.kv.block_size, steps)
         return max(1, steps)

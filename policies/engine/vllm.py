@@ -126,13 +126,9 @@ class VllmPolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
-        decodes = batch.decodes
-        horizon = min([s.output_len - s.generated for s in decodes])
-        kv = state.kv
-        if len(decodes) * -(-(horizon - 1) // kv.block_size) + 1 <= kv.free_blocks:
-            return horizon  # the fast path of steps_within_blocks, without building the list
-        return steps_within_blocks([s.ctx.tokens for s in decodes], kv.free_blocks,
-                                   kv.block_size, horizon)
+        horizon = min([s.output_len - s.generated for s in batch.decodes])
+        return steps_within_blocks(batch.decodes, state.kv.free_blocks, state.kv.block_size,
+                                   horizon)
 
 
 def _fcfs(seq: Sequence) -> tuple:
