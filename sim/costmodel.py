@@ -38,7 +38,8 @@ from bisect import bisect_right
 
 import numpy as np
 
-from sim.profile import Curve, Grid2D, PagedGrid, Profile
+from sim.curves import NO_TIME, Interp, PagedRows, bilinear
+from sim.profile import PagedGrid, Profile
 from sim.sequence import Batch
 
 SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
@@ -57,22 +58,22 @@ class CostModel:
         self.prefill_fixed = rt.prefill_overhead_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
-        self._linear = _Interp.of(c.linear)
-        self._paged = _Interp.of(c.decode_paged)
+        self._linear = Interp.of(c.linear)
+        self._paged = Interp.of(c.decode_paged)
         #: sequence count -> the paged kernel's seconds vs KV tokens (a plain dict: the fastest
         #: lookup; a row is built once per sequence count by :meth:`_paged_row`)
-        self._paged_rows: dict[int, _Interp] = {}
-        self._paged_table = _PagedRows(c.decode_paged_grid, self._paged)
-        self._prefill = _Interp.of(c.prefill_attention)
+        self._paged_rows: dict[int, Interp] = {}
+        self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
+        self._prefill = Interp.of(c.prefill_attention)
         self._shared = c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
         self.extrapolated = 0
 
-    def _count(self, interp: _Interp, x: float) -> None:
+    def _count(self, interp: Interp, x: float) -> None:
         if x < interp.lo or x > interp.hi:
             self.extrapolated += 1
 
-    def _paged_row(self, n_seqs: int) -> _Interp:
+    def _paged_row(self, n_seqs: int) -> Interp:
         row = self._paged_rows[n_seqs] = self._paged_table.row(n_seqs)
         return row
 
@@ -90,7 +91,7 @@ class CostModel:
         """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
         total = 0.0
         for prefix, n in groups:
-            total += _bilinear(self._shared, prefix, n)
+            total += bilinear(self._shared, prefix, n)
         return total
 
     def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
@@ -103,7 +104,7 @@ class CostModel:
             for n, ctx in chunks:
                 if not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1]):
                     self.extrapolated += 1
-                t = max(t, _bilinear(g, n, ctx, extend_y=True))
+                t = max(t, bilinear(g, n, ctx, extend_y=True))
         return t
 
     def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
@@ -161,7 +162,7 @@ class DecodeStretch:
     __slots__ = ("cm", "base", "kv0", "growth", "paged", "first", "_a0", "_b0", "_n0")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
-                 paged: _Interp) -> None:
+                 paged: Interp) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
@@ -231,94 +232,7 @@ class DecodeStretch:
         return hi
 
 
-class _Interp:
-    """Piecewise-linear interpolation; the end segments extend linearly past the grid.
-    Evaluations outside ``[lo, hi]`` count as extrapolated."""
-
-    __slots__ = ("xs", "ys", "lo", "hi", "last", "xa", "ya")
-
-    def __init__(self, xs: list[float], ys: list[float], lo: float | None = None) -> None:
-        self.xs, self.ys = xs, ys
-        self.lo = xs[0] if lo is None else lo
-        self.hi = xs[-1]
-        self.last = len(self.xs) - 2
-        self.xa, self.ya = np.asarray(self.xs), np.asarray(self.ys)
-
-    @classmethod
-    def of(cls, curve: Curve) -> _Interp:
-        return cls(list(curve.x), list(curve.seconds))
-
-    def scalar(self, x: float) -> float:
-        xs, ys = self.xs, self.ys
-        i = bisect_right(xs, x) - 1
-        if i < 0:
-            i = 0
-        elif i > self.last:
-            i = self.last
-        return ys[i] + (ys[i + 1] - ys[i]) * ((x - xs[i]) / (xs[i + 1] - xs[i]))
-
-    def vector(self, x: np.ndarray) -> np.ndarray:
-        i = np.clip(np.searchsorted(self.xa, x, side="right") - 1, 0, self.last)
-        x0, x1 = self.xa[i], self.xa[i + 1]
-        y0, y1 = self.ya[i], self.ya[i + 1]
-        return y0 + (y1 - y0) * ((x - x0) / (x1 - x0))
-
-
-_ZERO = _Interp([0.0, 1.0], [0.0, 0.0], lo=-math.inf)  # no decodes (with a grid): no time
-_ZERO.hi = math.inf
-
-
-class _PagedRows:
-    """Sequence count -> the paged kernel's seconds vs KV tokens (:meth:`row`).
-
-    Without a grid every count maps to the profile's ``decode_paged`` curve. With a
-    :class:`PagedGrid`, the row for ``n`` is piecewise linear through ``(n * y[j], s_j)``, each
-    ``s_j`` log-log interpolated between the grid's sequence counts around ``n`` (extended
-    log-log past the last, clamped below the first; either way every evaluation of such a row
-    counts as extrapolated); no decodes take no time.
-    """
-
-    def __init__(self, g: PagedGrid | None, curve: _Interp) -> None:
-        self.g, self.curve = g, curve
-        if g is not None:
-            self.logb = [math.log(b) for b in g.x]
-            self.logt = [[math.log(s) for s in row] for row in g.seconds]
-
-    def row(self, n: int) -> _Interp:
-        """The row of ``n`` sequences."""
-        g = self.g
-        if g is None:
-            row = self.curve
-        elif n <= 0:
-            row = _ZERO
-        else:
-            logb = self.logb
-            i = min(max(bisect_right(g.x, n) - 1, 0), len(g.x) - 2)
-            t = max(0.0, (math.log(n) - logb[i]) / (logb[i + 1] - logb[i]))
-            ys = [math.exp(a + (b - a) * t)
-                  for a, b in zip(self.logt[i], self.logt[i + 1], strict=True)]
-            xs = [n * c for c in g.y]
-            row = _Interp(xs, ys, lo=xs[0] if g.x[0] <= n <= g.x[-1] else math.inf)
-        return row
-
-
-def _bilinear(g: Grid2D, x: float, y: float, extend_y: bool = False) -> float:
-    """Bilinear interpolation on ``g`` (linear in x past the ends; y clamped at the edges, or
-    linear past them with ``extend_y``)."""
-    xs, ys = g.x, g.y
-    i = min(max(bisect_right(xs, x) - 1, 0), len(xs) - 2)
-    j = min(max(bisect_right(ys, y) - 1, 0), len(ys) - 2)
-    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
-    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
-    if not extend_y:
-        ty = min(max(ty, 0.0), 1.0)
-    z = g.seconds
-    top = z[i][j] + (z[i][j + 1] - z[i][j]) * ty
-    bottom = z[i + 1][j] + (z[i + 1][j + 1] - z[i + 1][j]) * ty
-    return max(0.0, top + (bottom - top) * tx)
-
-
 def paged_grid_time(grid: PagedGrid, n_seqs: int, kv_tokens: float) -> float:
     """Seconds of ``grid`` for ``n_seqs`` decodes reading ``kv_tokens`` in all, by the cost
     model's rule (for fitting and plots; the cost model caches its rows instead)."""
-    return _PagedRows(grid, _ZERO).row(n_seqs).scalar(kv_tokens)
+    return PagedRows(grid, NO_TIME).row(n_seqs).scalar(kv_tokens)
