@@ -38,6 +38,12 @@ def policy(**kw) -> ParrotEnginePolicy:
 def step(p: ParrotEnginePolicy, st: EngineState, steps: int = 1) -> Batch:
     """Schedule one iteration and apply its effects as the engine does (no token on fills)."""
     b = p.schedule(st)
+    apply(b, st, steps)
+    return b
+
+
+def apply(b: Batch, st: EngineState, steps: int) -> None:
+    """The effects of ``steps`` identical iterations of ``b`` (the first already allocated)."""
     for s, n in b.prefills:
         s.filled += n
     if steps > 1:
@@ -48,7 +54,6 @@ def step(p: ParrotEnginePolicy, st: EngineState, steps: int = 1) -> Batch:
             st.running.remove(s)
             st.kv.release(s.ctx)
             s.ctx = None
-    return b
 
 
 def fills(b: Batch) -> list[int]:
@@ -235,15 +240,6 @@ def test_fast_forward_matches_stepping(scheduler: str):
             k = q.stable_decode_steps(st2, b)
             assert all(trace[i + j] == (fills(b), [s.prompt_len for s in b.decodes])
                        for j in range(k)), (seed, i)
-            for s, n in b.prefills:
-                s.filled += n
-            if k > 1:
-                st2.kv.grow_each([s.ctx for s in b.decodes], k - 1)
-            for s in b.decodes:
-                s.generated += k
-                if s.generated >= s.output_len:
-                    st2.running.remove(s)
-                    st2.kv.release(s.ctx)
-                    s.ctx = None
+            apply(b, st2, k)
             i += k
         assert i == len(trace)
