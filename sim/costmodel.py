@@ -60,30 +60,35 @@ class CostModel:
         self.per_seq = c.decode_per_seq_s
         self._linear = Interp.of(c.linear)
         self._paged = Interp.of(c.decode_paged)
-        #: sequence count -> the paged kernel's seconds vs KV tokens (a plain dict: the fastest
-        #: lookup; a row is built once per sequence count by :meth:`_paged_row`)
-        self._paged_rows: dict[int, Interp] = {}
+        #: sequence count -> (the paged kernel's seconds vs KV tokens, the decode step's
+        #: KV-independent seconds, whether that count is past the linear curve): a plain dict,
+        #: the fastest lookup; a row is built once per sequence count by :meth:`_decode_row`
+        self._decode_rows: dict[int, tuple[Interp, float, bool]] = {}
         self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
         self._prefill = Interp.of(c.prefill_attention)
         self._shared = c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
+        self._prefill_memo: dict[tuple[int, int], tuple[float, int]] = {}
         self.extrapolated = 0
 
     def _count(self, interp: Interp, x: float) -> None:
         if x < interp.lo or x > interp.hi:
             self.extrapolated += 1
 
-    def _paged_row(self, n_seqs: int) -> Interp:
-        row = self._paged_rows[n_seqs] = self._paged_table.row(n_seqs)
+    def _decode_row(self, n_seqs: int) -> tuple[Interp, float, bool]:
+        lin = self._linear
+        base = self.overhead + lin.scalar(n_seqs) + self.per_seq * n_seqs
+        row = self._decode_rows[n_seqs] = (self._paged_table.row(n_seqs), base,
+                                           not lin.lo <= n_seqs <= lin.hi)
         return row
 
     def paged_time(self, n_seqs: int, kv_tokens: float) -> float:
         """Seconds of paged decode attention for ``n_seqs`` decodes reading ``kv_tokens`` (no
         per-sequence cost, no runtime terms; counted if extrapolated)."""
         try:
-            interp = self._paged_rows[n_seqs]
+            interp = self._decode_rows[n_seqs][0]
         except KeyError:
-            interp = self._paged_row(n_seqs)
+            interp = self._decode_row(n_seqs)[0]
         self._count(interp, kv_tokens)
         return interp.scalar(kv_tokens)
 
@@ -95,7 +100,25 @@ class CostModel:
         return total
 
     def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
-        """Seconds of prefill attention for prompt chunks ``(new tokens, context tokens)``."""
+        """Seconds of prefill attention for prompt chunks ``(new tokens, context tokens)``.
+
+        A lone chunk's time is remembered (prompt lengths repeat across a trace's calls),
+        together with the extrapolations it counted, which a repeat counts again."""
+        if len(chunks) != 1:
+            return self._prefill_attention(chunks)
+        key = chunks[0]
+        try:
+            t, counted = self._prefill_memo[key]
+        except KeyError:
+            before = self.extrapolated
+            t = self._prefill_attention(chunks)
+            counted = self.extrapolated - before
+            self._prefill_memo[key] = (t, counted)
+            return t
+        self.extrapolated += counted
+        return t
+
+    def _prefill_attention(self, chunks: list[tuple[int, int]]) -> float:
         work = sum(n * (ctx + (n + 1) / 2) for n, ctx in chunks)
         self._count(self._prefill, work)
         t = self._prefill.scalar(work)
@@ -114,15 +137,19 @@ class CostModel:
         ``shared`` lists the shared-prefix groups among the decodes and ``shared_tokens`` the
         prefix tokens they cover (read once per group instead of once per sequence).
         """
-        kv = sum(s.kv_tokens for s in batch.decodes) - shared_tokens
+        decodes = batch.decodes
+        kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
         if not batch.prefills:
-            return self.decode_stretch(len(batch.decodes), kv, 0, shared or []).duration(1)
-        tokens = batch.num_tokens
+            return self.decode_stretch(len(decodes), kv, 0, shared or []).duration(1)
+        tokens = len(decodes)
+        chunks = []
+        for seq, n in batch.prefills:
+            tokens += n
+            chunks.append((n, seq.kv_tokens - n))
         self._count(self._linear, tokens)
-        t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(
-            [(n, seq.kv_tokens - n) for seq, n in batch.prefills])
-        if batch.decodes:
-            t += self.paged_time(len(batch.decodes), kv) + self.per_seq * len(batch.decodes)
+        t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(chunks)
+        if decodes:
+            t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
             if shared:
                 t += self.shared_prefix_time(shared)
         return self.prefill_fixed + self.prefill_scale * t
@@ -132,14 +159,16 @@ class CostModel:
         """Consecutive decode-only iterations of ``n_seqs`` sequences: step ``j`` reads
         ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
         prefixes once each."""
-        self._count(self._linear, n_seqs)
         try:
-            paged = self._paged_rows[n_seqs]
+            paged, base, linear_extrapolated = self._decode_rows[n_seqs]
         except KeyError:
-            paged = self._paged_row(n_seqs)
-        self._count(paged, kv_tokens)
-        base = (self.overhead + self._linear.scalar(n_seqs) + self.per_seq * n_seqs
-                + (self.shared_prefix_time(shared) if shared else 0.0))
+            paged, base, linear_extrapolated = self._decode_row(n_seqs)
+        if linear_extrapolated:
+            self.extrapolated += 1
+        if kv_tokens < paged.lo or kv_tokens > paged.hi:
+            self.extrapolated += 1
+        if shared:
+            base += self.shared_prefix_time(shared)
         return DecodeStretch(self, base, kv_tokens, kv_growth, paged)
 
     def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,

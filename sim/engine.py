@@ -49,7 +49,6 @@ class Engine:
         self.iterations = 0
         self.batched_seqs = 0
         self.preemptions = 0
-        self.kv_timeline: list[tuple[float, int]] = [(0.0, 0)]
         self._idle = True  # nothing runnable: the next submit or notify wakes the engine
         self._timer: simpy.Timeout | None = None  # fires at the end of the work in progress
         self._prefill: tuple[float, float, Batch] | None = None  # (start, end, batch) running
@@ -163,7 +162,6 @@ class Engine:
         self.busy_time += end - start
         self.iterations += steps
         self.batched_seqs += steps * (len(batch.prefills) + len(batch.decodes))
-        self.kv_timeline.append((end, self.state.kv.used_blocks))
 
     def _emit_prefill(self, batch: Batch, start: float, end: float) -> None:
         for seq, n in batch.prefills:

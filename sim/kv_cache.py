@@ -113,6 +113,27 @@ class KVCache:
             if used > self.num_blocks:
                 raise MemoryError(f"KV cache over-committed: {used} of {self.num_blocks} blocks")
 
+    def grow_each_keeping(self, ctxs: list[Context], tokens: int, keep_free: int) -> bool:
+        """Grow every context by ``tokens`` if that leaves at least ``keep_free`` blocks free;
+        otherwise change nothing and return False."""
+        bs = self.block_size
+        used = self.used_blocks
+        for ctx in ctxs:  # optimistic: grow, and undo in the rare case the pool runs short
+            n = ctx.tokens + tokens
+            ctx.tokens = n
+            need = -(-n // bs)
+            used += need - ctx.blocks
+            ctx.blocks = need
+        if used <= self.num_blocks - keep_free:
+            self.used_blocks = used
+            if used > self.peak_blocks:
+                self.peak_blocks = used
+            return True
+        for ctx in ctxs:
+            ctx.tokens -= tokens
+            ctx.blocks = -(-ctx.tokens // bs)
+        return False
+
     def adopt(self, dst: Context, src: Context) -> None:
         """Move the tokens and blocks ``src`` filled into the empty ``dst`` and drop ``src``
         (a prefix filled by a helper sequence becomes the shared parent context)."""

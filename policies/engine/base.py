@@ -90,10 +90,15 @@ def steps_within_blocks(decodes: list[Sequence], free_blocks: int, block_size: i
     # bound fits and no per-context work is needed.
     if len(decodes) * -(-(max_steps - 1) // block_size) + 1 <= free_blocks:
         return max_steps
-    own_tokens = [s.ctx.tokens for s in decodes]
+    # A context with r free slots in its last block takes ceil((e - r) / block_size) new blocks
+    # to grow by e > r tokens: count the contexts by r once, then each evaluation is O(block_size).
+    by_slack = [0] * block_size
+    for s in decodes:
+        by_slack[-s.ctx.tokens % block_size] += 1
+    slack_counts = [(r, n) for r, n in enumerate(by_slack) if n]
 
     def need(extra: int) -> int:
-        return sum(-(-(t + extra) // block_size) - -(-t // block_size) for t in own_tokens)
+        return sum([n * -((r - extra) // block_size) for r, n in slack_counts if extra > r])
 
     if need(max_steps - 1) + 1 <= free_blocks:
         return max_steps

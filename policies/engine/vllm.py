@@ -96,8 +96,10 @@ class VllmPolicy(EnginePolicy):
             state.running.sort(key=_fcfs)
             self._unsorted = False
         seqs = state.running
-        if kv.num_blocks - kv.used_blocks >= len(seqs):  # no sequence can be short of a block
-            kv.grow_each([s.ctx for s in seqs], 1)
+        # Each sequence is checked for one free block before it appends its token, and only
+        # those whose last block is full take one: if a block is still free after all of them
+        # appended, no check failed and nobody is preempted.
+        if kv.grow_each_keeping([s.ctx for s in seqs], 1, keep_free=1):
             return seqs.copy()
         queue = list(state.running)
         running: list[Sequence] = []

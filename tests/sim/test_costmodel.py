@@ -113,3 +113,16 @@ def test_paged_grid_stretch_matches_steps():
         steps = [stretch.step(j) for j in range(400)]
         assert stretch.duration(400) == pytest.approx(sum(steps), rel=1e-12)
         assert np.all(np.diff(steps) >= 0)
+
+
+def test_remembered_prefill_times_equal_fresh_ones_and_count_extrapolation_again():
+    prof = a100_13b()
+    far = 2 * int((2 * prof.curves.prefill_attention.x[-1]) ** 0.5)  # past the measured work
+    batch = Batch(prefills=[(_with_ctx(seq(far, 1), far), far)])
+    cm = CostModel(prof)
+    first = cm.iteration_time(batch)
+    counted = cm.extrapolated
+    assert counted >= 1
+    assert cm.iteration_time(batch) == first  # served from memory
+    assert cm.extrapolated == 2 * counted
+    assert CostModel(prof).iteration_time(batch) == first

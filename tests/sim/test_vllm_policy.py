@@ -84,3 +84,19 @@ def test_stable_decode_steps_bounded_by_first_finish_and_memory():
         s.filled, s.generated = 15, 1
     batch = p.schedule(st2)  # each at 16 tokens; 1 block free
     assert p.stable_decode_steps(st2, batch) == 1
+
+
+def test_only_sequences_with_a_full_last_block_need_the_pool_to_keep_one():
+    """vLLM checks one free block before each sequence appends (in FCFS order); only the
+    16-token sequence takes one. With 1 block left the check fails at the second sequence and
+    the newest is preempted; with 2 left nobody is."""
+    for blocks, survivors in ((4, 2), (5, 3)):
+        p = policy()
+        full, part, small = (seq(16, 50, arrived=0.0), seq(10, 50, arrived=1.0),
+                             seq(5, 50, arrived=2.0))
+        st = state(blocks, full, part, small)
+        for s, n in p.schedule(st).prefills:
+            s.filled, s.generated = n, 1
+        b = p.schedule(st)
+        assert b.decodes == [full, part, small][:survivors]
+        assert small.preemptions == (1 if survivors == 2 else 0)
