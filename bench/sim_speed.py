@@ -1,7 +1,8 @@
 """Simulator speed: simulated calls and SimPy events per wall-clock second on one core.
 
 (a) the Fig 11 chain summary (article 0, chunk 1024, output 50) on one vLLM engine;
-(b) 100,000 ShareGPT-like chat requests, Poisson at 100 req/s, on 64 vLLM engines.
+(b) 100,000 ShareGPT-like chat requests, Poisson at 100 req/s, on 64 vLLM engines;
+(c) the same arrivals on 8 engines: overloaded, batches of ~90 with a full KV cache and preemptions.
 
     python bench/sim_speed.py [--requests 100000] [--engines 64] [--rate 100]
 
@@ -43,9 +44,10 @@ def main() -> None:
     measure("fig11_chain_1_engine", {
         "workload": {"kind": "chain_summary", "docs": [0], "chunk_size": 1024, "output_len": 50},
         "cluster": {"engine": {"policy": "vllm", "capacity_tokens": 4096}}})
-    measure(f"chat_{args.requests}_on_{args.engines}", {
-        "workload": {"kind": "sharegpt", "num_requests": args.requests, "rate": args.rate},
-        "cluster": {"engines": args.engines, "engine": {"policy": "vllm"}}})
+    for engines in (args.engines, max(1, args.engines // 8)):
+        measure(f"chat_{args.requests}_on_{engines}", {
+            "workload": {"kind": "sharegpt", "num_requests": args.requests, "rate": args.rate},
+            "cluster": {"engines": engines, "engine": {"policy": "vllm"}}})
 
 
 if __name__ == "__main__":
