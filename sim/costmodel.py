@@ -48,7 +48,10 @@ SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the grou
 class CostModel:
     """Per-iteration time (seconds) of one engine running ``runtime`` with ``profile``."""
 
-    def __init__(self, profile: Profile, runtime: str = "vllm") -> None:
+    def __init__(self, profile: Profile, runtime: str = "vllm",
+                 prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None) -> None:
+        """``prefill_memo`` may be shared by the cost models of one profile (the engines of a
+        run): it maps a lone prompt chunk to its attention time and extrapolation count."""
         c = profile.curves
         rt = profile.runtime(runtime)
         self.profile = profile
@@ -68,7 +71,7 @@ class CostModel:
         self._prefill = Interp.of(c.prefill_attention)
         self._shared = c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
-        self._prefill_memo: dict[tuple[int, int], tuple[float, int]] = {}
+        self._prefill_memo = {} if prefill_memo is None else prefill_memo
         self.extrapolated = 0
 
     def _count(self, interp: Interp, x: float) -> None:

@@ -78,12 +78,13 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
 
     engines = []
     loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
+    prefill_memo: dict = {}  # one profile for every engine: lone prompt chunks costed once
     for i in range(cfg.cluster.engines):
         kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
                      cfg.cluster.block_size)
         cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s)
                  if cfg.cluster.prefix_cache else None)
-        engines.append(Engine(env, i, engine_cfg.make(), CostModel(profile, engine_cfg.runtime),
+        engines.append(Engine(env, i, engine_cfg.make(), CostModel(profile, engine_cfg.runtime, prefill_memo),
                               kv, on_finish, kernel=cfg.cluster.kernel,
                               fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
     client_ref: list = []
