@@ -47,12 +47,15 @@ class AppRun:
         self.lengths = var_lengths(app)
         self.missing: dict[str, int] = {}
         self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
-        producers = {c.output: c.name for c in app.calls}
-        for c in app.calls:
-            deps = call_dependencies(app, c, producers)
-            self.missing[c.name] = len(deps)
-            for d in deps:
-                self.consumers.setdefault(d, []).append(c)
+        if len(app.calls) == 1:  # a lone call waits for nothing (validation saw to that)
+            self.missing[app.calls[0].name] = 0
+        else:
+            producers = {c.output: c.name for c in app.calls}
+            for c in app.calls:
+                deps = call_dependencies(app, c, producers)
+                self.missing[c.name] = len(deps)
+                for d in deps:
+                    self.consumers.setdefault(d, []).append(c)
         self.outputs_left = set(app.outputs)
         self.end = -1.0
         self.sent = 0
