@@ -1,12 +1,13 @@
 """GPU benchmark of the kernels package, one device command:
 
     python -m kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama,
-                                       tune_cascade,tune_gemv,tune_prefill]
+                                       tune_cascade,tune_gemv,tune_prefill,decode_step]
 
 Measures the ceilings first (streaming read, copy, bf16 GEMM), checks every kernel against its
 fp32 reference at real shapes, then times (CUDA graph replays, L2 flushed between repetitions,
 median): paged decode on unshared KV, shared-prefix vs paged-over-shared-pages, prefill
-attention, and the LLaMA forward pass; ``tune_*`` sections sweep the v3 kernels and measure the
+attention, and the LLaMA forward pass; ``decode_step`` compares one-token decode step variants
+(:mod:`kernels.bench_decode`); ``tune_*`` sections sweep the v3 kernels and measure the
 GEMM rate burst vs sustained (:mod:`kernels.bench_tuning`), ``diag_*`` are run-2 diagnostics.
 Writes DIR/results.md, DIR/results.csv, DIR/env.json.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import torch
 import triton
 
-from kernels import bench_attention, bench_diag, bench_llama, bench_tuning
+from kernels import bench_attention, bench_decode, bench_diag, bench_llama, bench_tuning
 from kernels.bench_util import Tables, Timer, measure_ceilings
 
 SHARED_CONFIGS = (
@@ -68,6 +69,8 @@ def main() -> None:
                                                       dev)),
         ("tune_prefill", lambda: bench_tuning.prefill_rates(
             tables, timer, ceil["gemm_bf16_8192_TFLOPs"], dev)),
+        ("decode_step", lambda: bench_decode.run(tables, timer, ceil, dev)),  # last: it runs
+        # opt-in kernels (L2 self-prefetch) not yet run on a GPU
     ]
     for name, fn in steps:
         if name not in sections:

@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from kernels._common import INTERPRET
+from kernels.l2_prefetch import prefetch_bulk, rest_rows
 
 
 @triton.jit
@@ -59,16 +60,22 @@ def _prologue(x_ptr, nw_ptr, offs, mask, K, PRO: tl.constexpr):
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, w_ptr, out_ptr, res_ptr, nw_ptr, N, K, eps, stride_w,
-                 PRO: tl.constexpr, RES: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 PRE: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-    gdc_launch_if(PDL)
-    offs_n = tl.program_id(0) * BN + tl.arange(0, BN)
-    nmask = offs_n < N
+def gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr, PRE: tl.constexpr, STAGES: tl.constexpr,
+             PDL: tl.constexpr, PF: tl.constexpr = 0, N=0, AHEAD: tl.constexpr = 0,
+             THREADS: tl.constexpr = 128):
+    """fp32 ``prologue(x) . W[offs_n, :]`` for the rows ``offs_n`` (RMSNorm scale applied);
+    the first PRE columns of W are loaded before ``griddepcontrol.wait``; PF 1 / 2: the rest
+    of the program's rows (and, 2, the rows of program pid + AHEAD) are prefetched into L2
+    before the wait too (:mod:`kernels.l2_prefetch`; row tiles ``pid * BN``)."""
     w_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     offs_p = tl.arange(0, PRE)
     pmask = offs_p < K
     w_pre = tl.load(w_rows + offs_p[None, :], mask=nmask[:, None] & pmask[None, :], other=0.0)
+    if PF != 0:
+        addr, size = rest_rows(w_ptr, tl.program_id(0), N, K, stride_w, BN, PRE, PF, AHEAD,
+                               THREADS)
+        prefetch_bulk(addr, size)
     gdc_wait_if(PDL)  # x (and the residual) come from the previous kernel
     xp, sqp = _prologue(x_ptr, nw_ptr, offs_p, pmask, K, PRO)
     acc = tl.sum(xp[None, :] * w_pre.to(tl.float32), 1)
@@ -85,6 +92,19 @@ def _gemv_kernel(x_ptr, w_ptr, out_ptr, res_ptr, nw_ptr, N, K, eps, stride_w,
     acc += tl.sum(acc2, 1)
     if PRO == 1:
         acc = acc * tl.rsqrt((tl.sum(sqp, 0) + tl.sum(sq2, 0)) / K + eps)
+    return acc
+
+
+@triton.jit
+def _gemv_kernel(x_ptr, w_ptr, out_ptr, res_ptr, nw_ptr, N, K, eps, stride_w,
+                 PRO: tl.constexpr, RES: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 PRE: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr,
+                 PF: tl.constexpr = 0, AHEAD: tl.constexpr = 0, THREADS: tl.constexpr = 128):
+    gdc_launch_if(PDL)
+    offs_n = tl.program_id(0) * BN + tl.arange(0, BN)
+    nmask = offs_n < N
+    acc = gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO, BN, BK, PRE,
+                   STAGES, PDL, PF, N, AHEAD, THREADS)
     if RES:
         acc += tl.load(res_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)
     tl.store(out_ptr + offs_n, acc.to(out_ptr.dtype.element_ty), mask=nmask)
@@ -107,7 +127,8 @@ def gemv_tiles(n: int, k: int) -> tuple[int, int, int, int, int]:
 def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
          norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
          residual: torch.Tensor | None = None, out: torch.Tensor | None = None,
-         pdl: bool = True, tiles: tuple[int, int, int, int, int] | None = None) -> torch.Tensor:
+         pdl: bool = True, tiles: tuple[int, int, int, int, int] | None = None,
+         prefetch: int = 0) -> torch.Tensor:
     """``out = prologue(x) @ weight^T (+ residual)`` for a single row.
 
     Args:
@@ -119,6 +140,10 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
         out: optional [1, N] output (any float dtype; default weight.dtype).
         pdl: launch with programmatic dependent launch (CUDA only).
         tiles: override ``(BN, BK, PRE, num_warps, num_stages)``; BK and PRE powers of two.
+        prefetch: 0 off; 1 each program prefetches the rest of its rows (columns PRE..K)
+            into L2 before ``griddepcontrol.wait``; n > 1 also whole rows of program
+            ``pid + n`` (:mod:`kernels.l2_prefetch`). CUDA only, bf16/fp16 rows of 16-byte
+            multiples; ignored otherwise.
     Returns:
         out [1, N].
     """
@@ -129,12 +154,16 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
     pro = {"none": 0, "rmsnorm": 1, "silu_mul": 2}[prologue]
     bn, bk, pre, warps, stages = tiles or gemv_tiles(n, k)
     extra = {} if INTERPRET else {"launch_pdl": pdl}
+    esize = weight.element_size()
+    pf_ok = not INTERPRET and (k * esize) % 16 == 0 and (weight.stride(0) * esize) % 16 == 0
+    pf = 0 if not (prefetch and pf_ok and 2 * bn <= 32 * warps) else 1 if prefetch == 1 else 2
     _gemv_kernel[(triton.cdiv(n, bn),)](
         x, weight, out, residual if residual is not None else out,
         norm_weight if norm_weight is not None else weight, n, k, eps, weight.stride(0),
         PRO=pro, RES=residual is not None, BN=bn, BK=bk, PRE=pre, STAGES=stages,
-        PDL=pdl and not INTERPRET, num_warps=warps, num_stages=stages, **extra)
+        PDL=pdl and not INTERPRET, PF=pf, AHEAD=prefetch if pf == 2 else 0,
+        THREADS=32 * warps, num_warps=warps, num_stages=stages, **extra)
     return out
 
 
-__all__ = ["gdc_launch_if", "gdc_wait_if", "gemv", "gemv_tiles"]
+__all__ = ["gdc_launch_if", "gdc_wait_if", "gemv", "gemv_acc", "gemv_tiles"]

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernels.gemv import gemv
+from kernels.gemv_rope import gemv_rope_cache
 from kernels.llama_batch import PAGE_SIZE, ForwardBatch
 from kernels.llama_ops import rms_norm, rope_and_cache, silu_mul, skinny_linear
 from kernels.paged_decode import choose_num_splits, paged_decode_attention
@@ -74,7 +75,8 @@ class LlamaModel:
     on the H200 the cuBLAS path measured 4.46 ms per 7B decode step vs 4.89 ms, NOTES.md);
     ``gemv_single`` (default on: 3.8 vs 4.5 ms per 7B step on the H200, NOTES.md): one-token
     batches use :func:`kernels.gemv.gemv` (fused prologues and residual) and PDL launches for
-    every kernel of the layer (``pdl``); ``sdpa_backend``:
+    every kernel of the layer (``pdl``), with RoPE and the KV-cache write in the qkv GEMV's
+    epilogue (``fuse_rope``, :mod:`kernels.gemv_rope`); ``sdpa_backend``:
     None (torch's choice) or "cudnn" / "flash" / "efficient" for the SDPA prefill path.
     """
 
@@ -88,6 +90,15 @@ class LlamaModel:
         self.sdpa_backend: str | None = None
         # paged decode KV splits (None: heuristic; one-token PDL steps use >= 96-token splits)
         self.decode_splits: int | None = None
+        # one-token steps only (kernels/NOTES.md, session 4): qkv GEMV with the RoPE +
+        # cache-write epilogue, no rope kernel (default on: 7B 3.665 vs 3.707 ms); L2
+        # self-prefetch per GEMV ("o", "gate_up", "down"; ``gemv(prefetch=...)``: 0 off, 1 rest
+        # of own rows, n > 1 also the rows of program pid + n; not yet measured, off);
+        # merge-kernel warps; an o GEMV tile override
+        self.fuse_rope = True
+        self.gemv_prefetch: dict[str, int] = {}
+        self.merge_warps = 2
+        self.o_tiles: tuple[int, int, int, int, int] | None = None
         self.decode_attention, self.prefill_backend = decode_attention, prefill_backend
         self.skinny_max_tokens = min(skinny_max_tokens, 16)
         gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -154,12 +165,14 @@ class LlamaModel:
                                                lens - n * PAGE_SIZE, out=od)
             else:
                 splits = self.decode_splits
-                if splits is None and pdl:  # batch 1: more, shorter splits (NOTES.md, run 3:
-                    # 6 splits at ctx 512 measured 3.70 ms vs 3.81 with the 256-token rule)
+                if splits is None and pdl:  # batch 1: more, shorter splits (NOTES.md: at
+                    # ctx 512, 6 splits 3.70 ms vs 3.81 with the 256-token rule in session 3;
+                    # 8 splits with a 2-warp merge 3.600-3.602 vs 3.626 ms in session 4)
                     splits = choose_num_splits(qd.shape[0] * kc.shape[2],
                                                bt.shape[1] * PAGE_SIZE, qd.device,
-                                               min_split_tokens=96)
-                paged_decode_attention(qd, kc, vc, bt, lens, num_splits=splits, out=od, pdl=pdl)
+                                               min_split_tokens=72)
+                paged_decode_attention(qd, kc, vc, bt, lens, num_splits=splits, out=od, pdl=pdl,
+                                       merge_warps=self.merge_warps if pdl else 4)
 
     def layer(self, i: int, h: torch.Tensor, batch: ForwardBatch | None) -> torch.Tensor:
         """One decoder layer on the residual stream h [T, hidden]; ``batch=None`` skips rope,
@@ -170,7 +183,12 @@ class LlamaModel:
         single = t == 1 and self.gemv_single
         pdl = single and self.pdl
         skinny = not single and 0 < t <= self.skinny_max_tokens
-        if single:
+        fused = single and self.fuse_rope and batch is not None
+        if fused:
+            qkv = gemv_rope_cache(h, w["w_qkv"], w["ln_in"], cfg.rms_eps, batch.positions,
+                                  self.cos, self.sin, batch.slot_mapping, self.k_cache[i],
+                                  self.v_cache[i], hq, hkv, pdl=pdl)
+        elif single:
             qkv = gemv(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps, pdl=pdl)
         elif skinny:
             qkv = skinny_linear(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps)
@@ -181,15 +199,20 @@ class LlamaModel:
         if batch is None:
             o = q.reshape(t, hq * d)
         else:
-            rope_and_cache(qkv, batch.positions, self.cos, self.sin, batch.slot_mapping,
-                           self.k_cache[i], self.v_cache[i], hq, hkv, pdl=pdl)
+            if not fused:
+                rope_and_cache(qkv, batch.positions, self.cos, self.sin, batch.slot_mapping,
+                               self.k_cache[i], self.v_cache[i], hq, hkv, pdl=pdl)
             o = torch.empty(t, hq, d, dtype=h.dtype, device=h.device)
             self.attention(i, q, heads[:, hq:hq + hkv], heads[:, hq + hkv:], batch, o, pdl=pdl)
             o = o.view(t, hq * d)
         if single:
-            gemv(o, w["w_o"], residual=h, out=h, pdl=pdl)
-            gu = gemv(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps, pdl=pdl)
-            gemv(gu, w["w_down"], "silu_mul", residual=h, out=h, pdl=pdl)
+            pf = self.gemv_prefetch
+            gemv(o, w["w_o"], residual=h, out=h, pdl=pdl, tiles=self.o_tiles,
+                 prefetch=pf.get("o", 0))
+            gu = gemv(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps, pdl=pdl,
+                      prefetch=pf.get("gate_up", 0))
+            gemv(gu, w["w_down"], "silu_mul", residual=h, out=h, pdl=pdl,
+                 prefetch=pf.get("down", 0))
             return h
         if skinny:
             skinny_linear(o, w["w_o"], residual=h, out=h)

@@ -200,6 +200,7 @@ def paged_decode_attention(
     block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float | None = None,
     num_splits: int | None = None, block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
     out: torch.Tensor | None = None, lse: torch.Tensor | None = None, pdl: bool = False,
+    merge_warps: int = 4,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention of one query token per sequence over a paged KV cache.
 
@@ -213,6 +214,7 @@ def paged_decode_attention(
         num_splits: KV splits per sequence (default from :func:`choose_num_splits` using the
             table width, so no host sync; fixed splits keep CUDA-graph capture valid).
         pdl: launch with programmatic dependent launch (decode step chains, CUDA only).
+        merge_warps: warps of the merge kernel (several splits only).
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
         ``ln sum_j exp(sm_scale * q.k_j)``.
@@ -234,7 +236,7 @@ def paged_decode_attention(
     launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, None, None,
                   po, plse, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                   pdl=pdl)
-    launch_merge(po, plse, out, lse, pdl=pdl)
+    launch_merge(po, plse, out, lse, pdl=pdl, num_warps=merge_warps)
     return out, lse
 
 
