@@ -96,22 +96,11 @@ class KVCache:
 
     def grow_each(self, ctxs: list[Context], tokens: int) -> None:
         """Grow every context by ``tokens`` (a decode step, or several); the caller has checked
-        that the blocks suffice (raises ``MemoryError`` and leaves the pool over-committed
-        otherwise, which is a bug in the caller)."""
-        bs = self.block_size
-        used = self.used_blocks
-        for ctx in ctxs:
-            n = ctx.tokens + tokens
-            ctx.tokens = n
-            need = -(-n // bs)
-            if need != ctx.blocks:
-                used += need - ctx.blocks
-                ctx.blocks = need
-        self.used_blocks = used
-        if used > self.peak_blocks:
-            self.peak_blocks = used
-            if used > self.num_blocks:
-                raise MemoryError(f"KV cache over-committed: {used} of {self.num_blocks} blocks")
+        that the blocks suffice (raises ``MemoryError``, changing nothing, otherwise: a bug in
+        the caller)."""
+        if not self.grow_each_keeping(ctxs, tokens, keep_free=0):
+            raise MemoryError(f"KV cache full: {len(ctxs)} contexts cannot grow by {tokens} "
+                              f"tokens in {self.free_blocks} free blocks")
 
     def grow_each_keeping(self, ctxs: list[Context], tokens: int, keep_free: int) -> bool:
         """Grow every context by ``tokens`` if that leaves at least ``keep_free`` blocks free;

@@ -84,8 +84,9 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                      cfg.cluster.block_size)
         cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s)
                  if cfg.cluster.prefix_cache else None)
-        engines.append(Engine(env, i, engine_cfg.make(), CostModel(profile, engine_cfg.runtime, prefill_memo),
-                              kv, on_finish, kernel=cfg.cluster.kernel,
+        cost = CostModel(profile, engine_cfg.runtime, prefill_memo)
+        engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
+                              kernel=cfg.cluster.kernel,
                               fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
     client_ref: list = []
     pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"

@@ -26,6 +26,21 @@ def test_capacity_is_enforced():
     assert kv.used_blocks == 0
 
 
+def test_growing_many_contexts_keeps_blocks_free_or_changes_nothing():
+    kv = KVCache(5, 16)
+    full, part = kv.create(), kv.create()
+    kv.grow(full, 16)
+    kv.grow(part, 10)  # 2 blocks used, 3 free
+    assert not kv.grow_each_keeping([full, part], 7, keep_free=3)  # takes 2 (full and part)
+    assert (full.tokens, full.blocks, part.tokens, part.blocks) == (16, 1, 10, 1)
+    assert kv.used_blocks == 2
+    assert kv.grow_each_keeping([full, part], 7, keep_free=1)
+    assert (full.blocks, part.blocks, kv.used_blocks, kv.peak_blocks) == (2, 2, 4, 4)
+    with pytest.raises(MemoryError):
+        kv.grow_each([full, part], 32)  # needs 4 more blocks, 1 free
+    assert (full.tokens, part.tokens, kv.used_blocks) == (23, 17, 4)
+
+
 def test_fork_shares_parent_blocks_and_child_starts_in_fresh_block():
     kv = KVCache(100, 16)
     parent = kv.create(key="prefix")
