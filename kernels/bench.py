@@ -70,7 +70,7 @@ def main() -> None:
         ("tune_prefill", lambda: bench_tuning.prefill_rates(
             tables, timer, ceil["gemm_bf16_8192_TFLOPs"], dev)),
         ("decode_step", lambda: bench_decode.run(tables, timer, ceil, dev)),  # last: it runs
-        # opt-in kernels (L2 self-prefetch) not yet run on a GPU
+        # opt-in experiments (L2 self-prefetch)
     ]
     for name, fn in steps:
         if name not in sections:

@@ -91,10 +91,11 @@ class LlamaModel:
         # paged decode KV splits (None: heuristic; one-token PDL steps use >= 96-token splits)
         self.decode_splits: int | None = None
         # one-token steps only (kernels/NOTES.md, session 4): qkv GEMV with the RoPE +
-        # cache-write epilogue, no rope kernel (default on: 7B 3.665 vs 3.707 ms); L2
+        # cache-write epilogue, no rope kernel (default on: 7B 3.625 vs 3.663 ms); L2
         # self-prefetch per GEMV ("o", "gate_up", "down"; ``gemv(prefetch=...)``: 0 off, 1 rest
-        # of own rows, n > 1 also the rows of program pid + n; not yet measured, off);
-        # merge-kernel warps; an o GEMV tile override
+        # of own rows, n > 1 also the rows of program pid + n; measured slower in every form,
+        # off, kept so `--sections decode_step` reproduces the session-4 table);
+        # merge-kernel warps (2: 3.600 vs 3.626 ms with 4, with 8 KV splits); an o tile override
         self.fuse_rope = True
         self.gemv_prefetch: dict[str, int] = {}
         self.merge_warps = 2
