@@ -95,7 +95,7 @@ class LlamaModel:
         # self-prefetch per GEMV ("o", "gate_up", "down"; ``gemv(prefetch=...)``: 0 off, 1 rest
         # of own rows, n > 1 also the rows of program pid + n; measured slower in every form,
         # off, kept so `--sections decode_step` reproduces the session-4 table);
-        # merge-kernel warps (2: 3.600 vs 3.626 ms with 4, with 8 KV splits); an o tile override
+        # merge-kernel warps (2, with 8 KV splits: 3.600 ms vs 3.626 for 4 and 6); an o tile override
         self.fuse_rope = True
         self.gemv_prefetch: dict[str, int] = {}
         self.merge_warps = 2
