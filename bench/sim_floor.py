@@ -4,7 +4,7 @@ This is not the simulator: it is the leanest model with the simulator's event st
 nothing else, to show what the platform allows before any fidelity feature costs time.
 Per call: one arrival event (least-queue counters, no client, no network draws, no records),
 a cut of the running decode stretch at the step in progress (one new timer; the old one stays
-in SimPy's heap and fires stale, as in ``sim/engine.py``), one prefill iteration, decode stretches
+in SimPy's heap and fires stale, as in ``sim/model/engine.py``), one prefill iteration, decode stretches
 in closed form until the next finish. Costs are constants (20 ms per step plus 0.1 ms per
 sequence and 0.1 us per KV token; 20 us per prompt token): no profile curves, no KV blocks,
 no policy objects, no DataFrames.

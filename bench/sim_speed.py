@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from sim.config import RunConfig
-from sim.simulation import build_apps, simulate
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import build_apps, simulate
 
 
 def measure(name: str, raw: dict) -> dict:

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sim.runner import run_experiment
+from parrotsim.sim.harness.runner import run_experiment
 
 SWEEP = """\
 name: sweep_200

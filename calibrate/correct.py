@@ -1,4 +1,4 @@
-"""Step 5 of the fit: corrections from the training forward passes (see :mod:`calibrate.fit`).
+"""Step 5 of the fit: corrections from the training forward passes (see :mod:`parrotsim.calibrate.fit`).
 
 The composed kernel curves miss what only a whole forward pass has (embedding, rotary and
 KV-cache writes, final norm and LM head, kernels running back to back with warm caches). A
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrate import validate as val
-from calibrate.grids import parse_prefills
-from sim.costmodel import CostModel
-from sim.profile import Curve, Profile
+from parrotsim.calibrate import validate as val
+from parrotsim.calibrate.grids import parse_prefills
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.profile import Curve, Profile
 
 SCALE_BOUNDS = (0.5, 2.0)
 

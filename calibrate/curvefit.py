@@ -3,7 +3,7 @@ smoothing.
 
 A piecewise-linear curve with knots ``k_0 < ... < k_m`` is a sum of "hat" functions, one per
 knot, weighted by the curve's value at that knot; the end hats extend linearly past the first
-and last knot, as :class:`sim.costmodel.CostModel` extends curves. Fitting the knot values (and
+and last knot, as :class:`parrotsim.sim.model.costmodel.CostModel` extends curves. Fitting the knot values (and
 optionally coefficients of extra columns, e.g. a cost per sequence) is then ordinary linear
 least squares, weighted by ``1 / y`` so that relative errors count.
 """

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config import RunConfig
-from sim.metrics import RunResult
-from sim.profile import Profile
-from sim.simulation import simulate
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.model.metrics import RunResult
+from parrotsim.sim.model.profile import Profile
 
 
 def fig10_config(capacity: int, rate: float, seed: int, profile: str) -> RunConfig:

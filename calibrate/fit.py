@@ -1,12 +1,12 @@
 """Fit a cost profile to raw calibration measurements (CPU; no torch).
 
-    python -m calibrate.fit RAW_DIR --out calibrate/profiles/h200_llama-7b.yaml
+    python -m parrotsim.calibrate.fit RAW_DIR --out calibrate/profiles/h200_llama-7b.yaml
 
-reads ``RAW_DIR/raw.csv`` and ``RAW_DIR/env.json`` (written by :mod:`calibrate.measure`) and:
+reads ``RAW_DIR/raw.csv`` and ``RAW_DIR/env.json`` (written by :mod:`parrotsim.calibrate.measure`) and:
 
 1. ``linear``: the measured linear-part times vs tokens, made non-decreasing;
 2. ``decode_paged_grid``: one layer's paged kernel times the layers on the measured (batch x
-   context) grid (:mod:`calibrate.pagedgrid`), which the cost model uses; and, for tools that
+   context) grid (:mod:`parrotsim.calibrate.pagedgrid`), which the cost model uses; and, for tools that
    need one curve, ``decode_paged``: least squares on a piecewise-linear curve in KV tokens
    read (plus a cost per sequence in ``decode_per_seq_s`` when there is no grid);
 3. ``prefill_attention``: likewise, a piecewise-linear curve in work = sum new*(ctx+(new+1)/2);
@@ -31,14 +31,24 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate import curvefit as cf
-from calibrate import validate as val
-from calibrate.correct import correct, prefill_work
-from calibrate.grids import batch_kind, heldout_flags
-from calibrate.pagedgrid import fit_paged_grid
-from sim.costmodel import paged_grid_time
-from sim.profile import SCHEMA_VERSION, Curve, Curves, GpuSpec, Grid2D, ModelSpec, Profile
-from sim.roofline import GPUS, MODELS
+from parrotsim.calibrate import curvefit as cf
+from parrotsim.calibrate import validate as val
+from parrotsim.calibrate.correct import correct, prefill_work
+from parrotsim.calibrate.grids import batch_kind, heldout_flags
+from parrotsim.calibrate.pagedgrid import fit_paged_grid
+from parrotsim.calibrate.roofline import GPUS, MODELS
+from parrotsim.sim.model.costmodel import paged_grid_time
+from parrotsim.sim.model.profile import (
+    SCHEMA_VERSION,
+    Curve,
+    Curves,
+    GpuSpec,
+    Grid2D,
+    ModelSpec,
+    Profile,
+    dump_profile,
+    parse_profile,
+)
 
 TINY = ModelSpec(name="tiny", layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16,
                  intermediate=176, vocab=256, params=125248)
@@ -265,8 +275,6 @@ def build_profile(raw_dir: Path, name: str) -> tuple[Profile, list[dict], dict]:
 
 def write_profile(prof: Profile, points: list[dict], out: Path) -> None:
     """Write ``out`` and its forward passes beside it (validated by reading back)."""
-    from sim.profile import dump_profile, parse_profile
-
     out.parent.mkdir(parents=True, exist_ok=True)
     dump_profile(prof, out)
     parse_profile(out.read_text(), str(out))

@@ -2,7 +2,7 @@
 
 Until curves projected from measured H200 kernels replace them (the calibration issue), the
 A100-80GB (LLaMA-13B, LLaMA-7B) and RTX A6000 (LLaMA-7B) profiles are the roofline model of
-``sim.roofline`` with knobs fitted to ``calibrate.facts``:
+``parrotsim.calibrate.roofline`` with knobs fitted to ``parrotsim.calibrate.facts``:
 
 1. linear layers at 85 % of HBM bandwidth and 70 % of the fp16 tensor rate (assumed, typical of
    cuBLAS at these shapes), prefill attention at 40 % of the tensor rate;
@@ -16,7 +16,7 @@ A100-80GB (LLaMA-13B, LLaMA-7B) and RTX A6000 (LLaMA-7B) profiles are the roofli
    (LLaMA-7B) Parrot's 0.70 s fill of the 5107-token Bing prefix.
 
 The A6000 profile reuses the A100's efficiencies and runtime overheads with the A6000's specs:
-no published fact constrains it directly. Run ``python -m calibrate.interim`` to refit and
+no published fact constrains it directly. Run ``python -m parrotsim.calibrate.interim`` to refit and
 rewrite ``calibrate/profiles/*-interim.yaml``; it prints the residuals it also stores in each
 profile. The shipped defaults are now the profiles projected from measured H200 curves
 (``calibrate/project.py``); the interim ones stay for comparison.
@@ -31,12 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate import facts
-from calibrate.fig10 import fig10_cell
-from sim.costmodel import CostModel
-from sim.profile import Profile, Runtime, dump_profile
-from sim.roofline import GPUS, MODELS, RooflineKnobs, roofline_profile
-from sim.sequence import Batch, Sequence
+from parrotsim.calibrate import facts
+from parrotsim.calibrate.fig10 import fig10_cell
+from parrotsim.calibrate.roofline import GPUS, MODELS, RooflineKnobs, roofline_profile
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.profile import Profile, Runtime, dump_profile
+from parrotsim.sim.model.sequence import Batch, Sequence
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 ATTN_BW_GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9)
@@ -45,8 +46,6 @@ PER_SEQ_GRID = (0.0, 0.1e-3, 0.2e-3, 0.4e-3, 0.7e-3, 1.0e-3)
 
 def _prompt_batch(tokens: int) -> Batch:
     seq = Sequence(0, "fit", "fit", tokens, 1)
-    from sim.kv_cache import KVCache
-
     kv = KVCache(1 + tokens // 16)
     seq.ctx = kv.create()
     kv.grow(seq.ctx, tokens)

@@ -1,11 +1,11 @@
-"""GPU calibration harness: time every grid of :mod:`calibrate.grids` and write raw measurements.
+"""GPU calibration harness: time every grid of :mod:`parrotsim.calibrate.grids` and write raw measurements.
 
-    python -m calibrate.measure --model llama-7b --out RAW_DIR [--quick] [--sections ...]
+    python -m parrotsim.calibrate.measure --model llama-7b --out RAW_DIR [--quick] [--sections ...]
 
 writes ``RAW_DIR/raw.csv`` (one row per grid point, appended as it is measured, so a run cut
 short still leaves its data) and ``RAW_DIR/env.json`` (GPU, memory, library versions, date,
 grids, measured ceilings, seconds per section). It needs torch, triton and ``kernels/`` but
-neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m calibrate.fit``
+neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
 (or ``parrotsim calibrate --fit-from RAW_DIR``).
 """
 
@@ -26,11 +26,12 @@ from pathlib import Path
 import torch
 import triton
 
-from calibrate import grids, sections, sections_model
-from calibrate.grids import FIELDS
-from calibrate.timing import StatTimer
-from kernels.llama import LlamaConfig, LlamaModel
-from kernels.llama_batch import PAGE_SIZE
+from parrotsim.calibrate import grids, sections, sections_model
+from parrotsim.calibrate.grids import FIELDS
+from parrotsim.calibrate.timing import StatTimer
+from parrotsim.kernels.bench_util import measure_ceilings
+from parrotsim.kernels.llama import LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE
 
 GIB = 1 << 30
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = LlamaConfig.preset(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     env = environment(dev, args.model, args.quick)
-    env["command"] = "python -m calibrate.measure " + " ".join(argv or sys.argv[1:])
+    env["command"] = "python -m parrotsim.calibrate.measure " + " ".join(argv or sys.argv[1:])
     env["seconds"] = {}
     timer = StatTimer(dev, target_s=0.25 if args.quick else 0.4,
                       min_reps=3 if args.quick else 5, max_reps=20 if args.quick else 40)
@@ -104,8 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "env.json").write_text(json.dumps(env, indent=1))
 
     if not args.no_ceilings and not args.quick and args.model != "tiny":
-        from kernels.bench_util import measure_ceilings
-
         t0 = time.time()
         try:
             env["ceilings"] = {k: round(v, 3) for k, v in

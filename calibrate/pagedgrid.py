@@ -13,7 +13,7 @@ than 8 or 32 at the same KV tokens). :func:`fit_paged_grid` keeps the measured g
 3. a column at context 0 holds each row's linear extension of its first two contexts (floored
    at 1 % of the first), so short contexts interpolate, as the 1-D curve's knot at 0 did.
 
-:class:`sim.costmodel.CostModel` evaluates the table at the batch's sequence count and mean
+:class:`parrotsim.sim.model.costmodel.CostModel` evaluates the table at the batch's sequence count and mean
 context (linear in context, log-log in sequences). Rows with fewer than two measured contexts
 are dropped; with fewer than two rows left there is no table (the 1-D curve is used).
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrate import curvefit as cf
-from sim.costmodel import paged_grid_time
-from sim.profile import PagedGrid
+from parrotsim.calibrate import curvefit as cf
+from parrotsim.sim.model.costmodel import paged_grid_time
+from parrotsim.sim.model.profile import PagedGrid
 
 MIN_FRACTION_AT_ZERO = 0.01
 

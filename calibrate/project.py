@@ -1,18 +1,18 @@
 """Project measured H200 profiles to the paper's hardware and fit them to its published facts.
 
-    python -m calibrate.project [--seeds 2] [--fig10]
+    python -m parrotsim.calibrate.project [--seeds 2] [--fig10]
 
 For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from the measured
 ``h200_<model>`` profile and:
 
 1. scales memory-bound parts by the HBM bandwidth ratio and compute-bound parts by the dense
-   fp16/bf16 tensor-rate ratio (datasheets, ``sim.roofline.GPUS``): the linear part is
+   fp16/bf16 tensor-rate ratio (datasheets, ``parrotsim.calibrate.roofline.GPUS``): the linear part is
    ``max(t(1 token) x bw ratio x k_lin, T x (t(T_max) / T_max) x FLOP ratio)`` (weights read
    once vs the GEMMs at the largest measured T's rate); paged decode attention (its curve and
    its sequences x context grid, whose shape is the H200's, waves of 132 SMs included), the
    per-sequence cost and the shared-prefix prefix part scale by bandwidth x k_attn; prefill
    attention scales by the FLOP ratio; the fixed per-iteration overhead (launches) is kept;
-2. fits to the facts of ``calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
+2. fits to the facts of ``parrotsim.calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
    and 1.2K context takes 21.1 ms on the A100, k_attn by grid search minimising the median
    |error| of the replayed Fig 10 table (both reused for the 7B and A6000 profiles, which no
    such fact constrains), then as the interim profiles do the per-runtime prompt-iteration
@@ -32,17 +32,17 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate import facts
-from calibrate.interim import fig10_error, fit_runtimes, residuals
-from sim.costmodel import CostModel
-from sim.profile import (
+from parrotsim.calibrate import facts
+from parrotsim.calibrate.interim import fig10_error, fit_runtimes, residuals
+from parrotsim.calibrate.roofline import GPUS
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.profile import (
     Curve,
     Profile,
     dump_profile,
     load_profile,
     shipped_profiles,
 )
-from sim.roofline import GPUS
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 ATTN_GRID = (0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0)

@@ -1,7 +1,7 @@
 """Kernel-level calibration sections (GPU only): one layer's attention kernels.
 
 Each section yields rows ``{**point, status, us_median, us_p20, us_p80, reps}`` for one grid of
-:mod:`calibrate.grids`. KV caches hold random data (never zeros) and every sequence has its own
+:mod:`parrotsim.calibrate.grids`. KV caches hold random data (never zeros) and every sequence has its own
 pages unless a prefix is meant to be shared.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import torch
 
-from calibrate.grids import paged_grid, prefill_grid, shared_grid
-from calibrate.timing import Progress, StatTimer, measure_point
-from kernels.llama import LlamaConfig
-from kernels.llama_batch import PAGE_SIZE
-from kernels.paged_decode import paged_decode_attention
-from kernels.prefill import prefill_attention
-from kernels.shared_prefix_decode import shared_prefix_decode_attention
+from parrotsim.calibrate.grids import paged_grid, prefill_grid, shared_grid
+from parrotsim.calibrate.timing import Progress, StatTimer, measure_point
+from parrotsim.kernels.llama import LlamaConfig
+from parrotsim.kernels.llama_batch import PAGE_SIZE
+from parrotsim.kernels.paged_decode import paged_decode_attention
+from parrotsim.kernels.prefill import prefill_attention
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention
 
 
 def _pages(tokens: int) -> int:

@@ -1,7 +1,7 @@
 """Whole-model calibration sections (GPU only): the linear part vs tokens, whole forward passes
 on mixed batches (validation data), and the fixed per-iteration pieces.
 
-The model is :class:`kernels.llama.LlamaModel` with random bf16 weights, cuBLAS linear layers,
+The model is :class:`parrotsim.kernels.llama.LlamaModel` with random bf16 weights, cuBLAS linear layers,
 the Triton prefill kernel for every prompt chunk (one kernel, so one prefill-attention curve),
 and the paged or shared-prefix decode kernel. Every forward pass is captured in a CUDA graph.
 """
@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import torch
 
-from calibrate.grids import describe_forward, forward_grid, linear_grid, parse_prefills
-from calibrate.sections import _run
-from calibrate.timing import Progress, StatTimer, measure_point
-from kernels.llama import LlamaModel
-from kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
+from parrotsim.calibrate.grids import describe_forward, forward_grid, linear_grid, parse_prefills
+from parrotsim.calibrate.sections import _run
+from parrotsim.calibrate.timing import Progress, StatTimer, measure_point
+from parrotsim.kernels.llama import LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
 
 
 def linear(model: LlamaModel, timer: StatTimer, quick: bool) -> Iterator[dict]:

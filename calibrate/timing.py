@@ -1,6 +1,6 @@
 """GPU timing and progress for the calibration harness (imports torch: GPU path only).
 
-Timing follows ``kernels.bench_util`` (and METHOD.md): the op is warmed up, captured in a CUDA
+Timing follows ``parrotsim.kernels.bench_util`` (and METHOD.md): the op is warmed up, captured in a CUDA
 graph and replayed; a 256 MiB buffer is zeroed before every replay so L2 holds none of the op's
 inputs; CUDA events bracket each replay; we keep the median and the 20th/80th percentiles.
 The number of replays adapts to the op's length (``max_reps`` for short ops, at least
@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.bench_util import Timer
+from parrotsim.kernels.bench_util import Timer
 
 
 class StatTimer(Timer):
-    """:class:`kernels.bench_util.Timer` returning (median, p20, p80, reps) in microseconds."""
+    """:class:`parrotsim.kernels.bench_util.Timer` returning (median, p20, p80, reps) in microseconds."""
 
     def __init__(self, device: torch.device, target_s: float = 0.4, min_reps: int = 5,
                  max_reps: int = 40) -> None:

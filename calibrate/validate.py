@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.grids import describe_forward, parse_prefills
-from sim.costmodel import CostModel
-from sim.profile import Profile
-from sim.sequence import Batch, Sequence
+from parrotsim.calibrate.grids import describe_forward, parse_prefills
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.profile import Profile
+from parrotsim.sim.model.sequence import Batch, Sequence
 
 FIELDS = ["prefills", "decodes", "decode_ctx", "prefix", "kind", "split", "measured_s",
           "p20_s", "p80_s"]

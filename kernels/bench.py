@@ -1,14 +1,14 @@
 """GPU benchmark of the kernels package, one device command:
 
-    python -m kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama,
+    python -m parrotsim.kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama,
                                        tune_cascade,tune_gemv,tune_prefill,decode_step]
 
 Measures the ceilings first (streaming read, copy, bf16 GEMM), checks every kernel against its
 fp32 reference at real shapes, then times (CUDA graph replays, L2 flushed between repetitions,
 median): paged decode on unshared KV, shared-prefix vs paged-over-shared-pages, prefill
 attention, and the LLaMA forward pass; ``decode_step`` compares one-token decode step variants
-(:mod:`kernels.bench_decode`); ``tune_*`` sections sweep the v3 kernels and measure the
-GEMM rate burst vs sustained (:mod:`kernels.bench_tuning`), ``diag_*`` are run-2 diagnostics.
+(:mod:`parrotsim.kernels.bench_decode`); ``tune_*`` sections sweep the v3 kernels and measure the
+GEMM rate burst vs sustained (:mod:`parrotsim.kernels.bench_tuning`), ``diag_*`` are run-2 diagnostics.
 Writes DIR/results.md, DIR/results.csv, DIR/env.json.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 import triton
 
-from kernels import bench_attention, bench_decode, bench_diag, bench_llama, bench_tuning
-from kernels.bench_util import Tables, Timer, measure_ceilings
+from parrotsim.kernels import bench_attention, bench_decode, bench_diag, bench_llama, bench_tuning
+from parrotsim.kernels.bench_util import Tables, Timer, measure_ceilings
 
 SHARED_CONFIGS = (
     [(b, 6000, 256, 1) for b in (8, 16, 32, 64, 256)]
@@ -87,7 +87,7 @@ def main() -> None:
         torch.cuda.empty_cache()
         env["ceilings"] = ceil
         (args.out / "env.json").write_text(json.dumps(env, indent=1))
-        tables.write(f"# kernels.bench on {props.name}\n\nceilings: {json.dumps(ceil)}")
+        tables.write(f"# parrotsim.kernels.bench on {props.name}\n\nceilings: {json.dumps(ceil)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Attention sections of :mod:`kernels.bench`: GPU correctness at real shapes, paged decode on
+"""Attention sections of :mod:`parrotsim.kernels.bench`: GPU correctness at real shapes, paged decode on
 unshared KV, shared-prefix vs paged-over-shared-pages, prefill attention.
 
 Bytes: ``tok_bytes = Hkv * D * 2 (K, V) * 2 B``. "logical" bytes are what a non-sharing kernel
@@ -14,10 +14,10 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from kernels.paged_decode import paged_decode_attention
-from kernels.prefill import prefill_attention
-from kernels.reference import ref_paged_decode, ref_prefill, ref_shared_prefix_decode
-from kernels.shared_prefix_decode import prefix_tiles, shared_prefix_decode_attention
+from parrotsim.kernels.paged_decode import paged_decode_attention
+from parrotsim.kernels.prefill import prefill_attention
+from parrotsim.kernels.reference import ref_paged_decode, ref_prefill, ref_shared_prefix_decode
+from parrotsim.kernels.shared_prefix_decode import prefix_tiles, shared_prefix_decode_attention
 
 PAGE = 16
 D = 128

@@ -1,8 +1,8 @@
-"""Session-4 section of :mod:`kernels.bench` (``--sections decode_step``): one-token decode
+"""Session-4 section of :mod:`parrotsim.kernels.bench` (``--sections decode_step``): one-token decode
 step variants of LLaMA-7B (and a few of 13B), B=1, context 512, CUDA graph, L2 flushed before
 each replay, median of ``REPS`` replays; logits compared with the cuBLAS path.
 
-Variants (attributes of :class:`kernels.llama.LlamaModel`, on top of the session-3 default
+Variants (attributes of :class:`parrotsim.kernels.llama.LlamaModel`, on top of the session-3 default
 "old default" = PDL GEMVs, rope kernel, 6 KV splits, 4-warp merge kernel; "default" = the
 current one: fused RoPE, 2-warp merge, the >= 72-token split rule): ``fuse_rope`` (qkv
 GEMV with the RoPE + cache-write epilogue), ``gemv_prefetch`` (per GEMV: its resident programs prefetch
@@ -18,9 +18,9 @@ import gc
 
 import torch
 
-from kernels.bench_llama import _weight_bytes
-from kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
-from kernels.llama_batch import SeqChunk, build_batch
+from parrotsim.kernels.bench_llama import _weight_bytes
+from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import SeqChunk, build_batch
 
 REPS = 50
 BASE = dict(gemv_single=True, pdl=True, fuse_rope=False, gemv_prefetch={}, merge_warps=4,

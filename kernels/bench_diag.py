@@ -1,4 +1,4 @@
-"""Diagnostic section of :mod:`kernels.bench` (``--sections diag``): where the time goes.
+"""Diagnostic section of :mod:`parrotsim.kernels.bench` (``--sections diag``): where the time goes.
 
 * GEMV: each LLaMA-7B weight matrix at M=1, eight layers' matrices back to back in one graph
   (per-call time = total / 8, no launch-gap or cold-start bias), cuBLAS vs skinny variants,
@@ -14,12 +14,12 @@ from functools import partial
 
 import torch
 
-from kernels.bench_attention import _shared_setup
-from kernels.llama import LlamaConfig, LlamaModel
-from kernels.llama_ops import rms_norm, silu_mul, skinny_linear
-from kernels.paged_decode import launch_decode, launch_merge
-from kernels.shared_prefix_decode import _prefix_kernel, prefix_tiles
-from kernels.shared_prefix_decode import shared_prefix_decode_attention as spda
+from parrotsim.kernels.bench_attention import _shared_setup
+from parrotsim.kernels.llama import LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_ops import rms_norm, silu_mul, skinny_linear
+from parrotsim.kernels.paged_decode import launch_decode, launch_merge
+from parrotsim.kernels.shared_prefix_decode import _prefix_kernel, prefix_tiles
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention as spda
 
 GEMV_CFGS = [(True, 16, 256, 4, 4), (True, 32, 256, 4, 4), (True, 64, 256, 4, 4),
              (False, 16, 256, 3, 4), (False, 32, 256, 3, 4), (False, 64, 128, 3, 4),

@@ -1,4 +1,4 @@
-"""LLaMA sections of :mod:`kernels.bench`: weight GEMMs, decode step (CUDA graph), prefill,
+"""LLaMA sections of :mod:`parrotsim.kernels.bench`: weight GEMMs, decode step (CUDA graph), prefill,
 linear part alone, batch-64 shared-prefix decode end to end, and LLaMA-13B decode.
 
 Floors: decode = bytes of all weights read once (every layer's matrices and norms, final norm,
@@ -14,9 +14,9 @@ from functools import partial
 
 import torch
 
-from kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
-from kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
-from kernels.llama_ops import skinny_linear
+from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
+from parrotsim.kernels.llama_ops import skinny_linear
 
 # (label, skinny_max_tokens, gemv_single, pdl, attention KV splits, fuse_rope); the first is
 # the reference for the logits check (the session-3 default is timed in ``decode_step``)

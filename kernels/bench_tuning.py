@@ -1,9 +1,9 @@
-"""Tuning sections of :mod:`kernels.bench` (``--sections tune_*``) for the v3 kernels.
+"""Tuning sections of :mod:`parrotsim.kernels.bench` (``--sections tune_*``) for the v3 kernels.
 
 * ``tune_cascade``: shared-prefix mode "concurrent" (prefix and suffix kernels on two streams)
   per prefix split and suffix tile config, against "separate" and "fused" (LLaMA-7B heads,
   S=256).
-* ``tune_gemv``: the PDL GEMV of :mod:`kernels.gemv` per LLaMA-7B matrix and tile config,
+* ``tune_gemv``: the PDL GEMV of :mod:`parrotsim.kernels.gemv` per LLaMA-7B matrix and tile config,
   eight layers' matrices back to back in one CUDA graph (so PDL overlap between kernels shows),
   with the real prologue/epilogue, against cuBLAS.
 * ``tune_prefill``: bf16 GEMM rate as a burst (one 8192^3 product after an L2 flush) and
@@ -19,12 +19,12 @@ from functools import partial
 
 import torch
 
-from kernels.bench_attention import _shared_setup
-from kernels.bench_diag import _chain
-from kernels.gemv import gemv
-from kernels.llama import LlamaConfig, LlamaModel
-from kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
-from kernels.shared_prefix_decode import shared_prefix_decode_attention as spda
+from parrotsim.kernels.bench_attention import _shared_setup
+from parrotsim.kernels.bench_diag import _chain
+from parrotsim.kernels.gemv import gemv
+from parrotsim.kernels.llama import LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention as spda
 
 GEMV_TILES = [None, (32, 256, 512, 4, 3), (8, 256, 1024, 2, 4), (4, 1024, 2048, 4, 3),
               (16, 512, 2048, 8, 3), (32, 256, 1024, 4, 3), (16, 256, 1024, 2, 4),

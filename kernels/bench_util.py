@@ -1,4 +1,4 @@
-"""Timing, ceilings and result tables for :mod:`kernels.bench` (GPU only).
+"""Timing, ceilings and result tables for :mod:`parrotsim.kernels.bench` (GPU only).
 
 Timing: the op is captured in a CUDA graph (no launch gaps from Python) and replayed ``reps``
 times; before every replay a 256 MiB buffer is zeroed so the 60 MiB L2 holds nothing of the

@@ -27,8 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET
-from kernels.l2_prefetch import prefetch_bulk, rest_rows
+from parrotsim.kernels._common import INTERPRET
+from parrotsim.kernels.l2_prefetch import prefetch_bulk, rest_rows
 
 
 @triton.jit
@@ -67,7 +67,7 @@ def gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO: tl.cons
     """fp32 ``prologue(x) . W[offs_n, :]`` for the rows ``offs_n`` (RMSNorm scale applied);
     the first PRE columns of W are loaded before ``griddepcontrol.wait``; PF 1 / 2: the rest
     of the program's rows (and, 2, the rows of program pid + AHEAD) are prefetched into L2
-    before the wait too (:mod:`kernels.l2_prefetch`; row tiles ``pid * BN``)."""
+    before the wait too (:mod:`parrotsim.kernels.l2_prefetch`; row tiles ``pid * BN``)."""
     w_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     offs_p = tl.arange(0, PRE)
     pmask = offs_p < K
@@ -142,7 +142,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
         tiles: override ``(BN, BK, PRE, num_warps, num_stages)``; BK and PRE powers of two.
         prefetch: 0 off; 1 each program prefetches the rest of its rows (columns PRE..K)
             into L2 before ``griddepcontrol.wait``; n > 1 also whole rows of program
-            ``pid + n`` (:mod:`kernels.l2_prefetch`). CUDA only, bf16/fp16 rows of 16-byte
+            ``pid + n`` (:mod:`parrotsim.kernels.l2_prefetch`). CUDA only, bf16/fp16 rows of 16-byte
             multiples; ignored otherwise.
     Returns:
         out [1, N].

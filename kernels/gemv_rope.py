@@ -1,7 +1,7 @@
 """Single-token qkv GEMV with rotary embedding and the KV-cache write in its epilogue (Triton).
 
 What is modelled: the batch-1 decode step's qkv projection ``qkv = RMSNorm(h) @ W_qkv^T``
-followed by what :func:`kernels.llama_ops.rope_and_cache` does (rotate-half RoPE of q and k at
+followed by what :func:`parrotsim.kernels.llama_ops.rope_and_cache` does (rotate-half RoPE of q and k at
 the token's position, k and v stored to the paged cache slot), in one kernel, so the chain of
 dependent kernels per layer is one shorter (kernels/NOTES.md, session 4).
 
@@ -19,8 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET
-from kernels.gemv import gdc_launch_if, gemv_acc, gemv_tiles
+from parrotsim.kernels._common import INTERPRET
+from parrotsim.kernels.gemv import gdc_launch_if, gemv_acc, gemv_tiles
 
 
 @triton.jit
@@ -79,7 +79,7 @@ def gemv_rope_cache(x: torch.Tensor, weight: torch.Tensor, norm_weight: torch.Te
         x: [1, K] bf16 residual stream; weight [(Hq + 2 Hkv) * D, K]; norm_weight [K].
         position, slot: int64 [1] token position and cache slot (page * 16 + offset).
         cos, sin: fp32 [max_pos, D/2]; k_cache, v_cache: [pages, 16, Hkv, D].
-        pdl: programmatic dependent launch (CUDA only); tiles: as :func:`kernels.gemv.gemv`.
+        pdl: programmatic dependent launch (CUDA only); tiles: as :func:`parrotsim.kernels.gemv.gemv`.
     Returns:
         qkv [1, (Hq + 2 Hkv) * D] (q and k rotated), same layout as the unfused path.
     """

@@ -1,14 +1,14 @@
 """LLaMA forward pass with random bf16 weights (real shapes), paged KV cache and CUDA graphs.
 
 Presets: ``llama-7b``, ``llama-13b`` (MHA, 32000 vocab) and ``tiny`` (2 layers, GQA with 2 query
-heads per KV head, for CPU tests). One forward runs a mixed batch (:mod:`kernels.llama_batch`) of
+heads per KV head, for CPU tests). One forward runs a mixed batch (:mod:`parrotsim.kernels.llama_batch`) of
 prefill chunks and decode tokens: RMSNorm, fused qkv projection, rotary embedding + KV-cache
 write, causal prefill attention (Triton over the paged cache, or torch SDPA for chunks without
 context), decode attention (``"paged"`` or ``"shared_prefix"``), SwiGLU MLP, final norm and the
 LM head for the last token of each sequence. Linear layers use cuBLAS; optionally
-(``skinny_max_tokens``) small batches use the fused skinny GEMVs of :mod:`kernels.llama_ops`
+(``skinny_max_tokens``) small batches use the fused skinny GEMVs of :mod:`parrotsim.kernels.llama_ops`
 (norm / SiLU prologue, residual epilogue), and (``gemv_single``) a one-token forward uses the
-fused GEMVs of :mod:`kernels.gemv` with every kernel of the step chained by programmatic
+fused GEMVs of :mod:`parrotsim.kernels.gemv` with every kernel of the step chained by programmatic
 dependent launch. :class:`DecodeGraph` captures a decode step in a CUDA graph.
 """
 
@@ -21,13 +21,13 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from kernels.gemv import gemv
-from kernels.gemv_rope import gemv_rope_cache
-from kernels.llama_batch import PAGE_SIZE, ForwardBatch
-from kernels.llama_ops import rms_norm, rope_and_cache, silu_mul, skinny_linear
-from kernels.paged_decode import choose_num_splits, paged_decode_attention
-from kernels.prefill import prefill_attention
-from kernels.shared_prefix_decode import shared_prefix_decode_attention
+from parrotsim.kernels.gemv import gemv
+from parrotsim.kernels.gemv_rope import gemv_rope_cache
+from parrotsim.kernels.llama_batch import PAGE_SIZE, ForwardBatch
+from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache, silu_mul, skinny_linear
+from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention
+from parrotsim.kernels.prefill import prefill_attention
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ class LlamaModel:
     batches with at most this many tokens (<= 16) use the fused skinny GEMMs (default 0 = off:
     on the H200 the cuBLAS path measured 4.46 ms per 7B decode step vs 4.89 ms, NOTES.md);
     ``gemv_single`` (default on: 3.8 vs 4.5 ms per 7B step on the H200, NOTES.md): one-token
-    batches use :func:`kernels.gemv.gemv` (fused prologues and residual) and PDL launches for
+    batches use :func:`parrotsim.kernels.gemv.gemv` (fused prologues and residual) and PDL launches for
     every kernel of the layer (``pdl``), with RoPE and the KV-cache write in the qkv GEMV's
-    epilogue (``fuse_rope``, :mod:`kernels.gemv_rope`); ``sdpa_backend``:
+    epilogue (``fuse_rope``, :mod:`parrotsim.kernels.gemv_rope`); ``sdpa_backend``:
     None (torch's choice) or "cudnn" / "flash" / "efficient" for the SDPA prefill path.
     """
 

@@ -1,4 +1,4 @@
-"""Batches for :class:`kernels.llama.LlamaModel`: mixed prefill chunks and decode tokens.
+"""Batches for :class:`parrotsim.kernels.llama.LlamaModel`: mixed prefill chunks and decode tokens.
 
 A batch lists prefill chunks first, then decode sequences (one new token each). Each sequence
 brings its block table (page ids of the paged KV cache, 16 tokens a page) and ``ctx_len``, the

@@ -15,8 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET, num_sms
-from kernels.gemv import gdc_launch_if, gdc_wait_if
+from parrotsim.kernels._common import INTERPRET, num_sms
+from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
 
 
 @triton.jit
@@ -110,7 +110,7 @@ def rope_and_cache(qkv: torch.Tensor, positions: torch.Tensor, cos: torch.Tensor
     """Rotate q and k of qkv [T, (Hq+2Hkv)*D] in place (rotate-half / HF LLaMA convention,
     cos/sin fp32 [max_pos, D/2]) and write k, v of token t to cache slot ``slot_mapping[t]``
     (= page * 16 + offset) of k_cache / v_cache [pages, 16, Hkv, D]. ``pdl``: launch with
-    programmatic dependent launch (see :mod:`kernels.gemv`)."""
+    programmatic dependent launch (see :mod:`parrotsim.kernels.gemv`)."""
     t = qkv.shape[0]
     if t == 0:
         return

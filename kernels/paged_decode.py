@@ -15,8 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET, LOG2E, PAGE_SIZE, default_scale, mma, num_sms
-from kernels.gemv import gdc_launch_if, gdc_wait_if
+from parrotsim.kernels._common import INTERPRET, LOG2E, PAGE_SIZE, default_scale, mma, num_sms
+from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
 
 
 @triton.jit

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET, LOG2E, default_scale, mma
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma
 
 
 @triton.jit

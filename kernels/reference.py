@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels._common import default_scale
+from parrotsim.kernels._common import default_scale
 
 
 def gather_kv(cache: torch.Tensor, pages: torch.Tensor, length: int) -> torch.Tensor:
@@ -40,7 +40,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
 def ref_paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                      block_tables: torch.Tensor, seq_lens: torch.Tensor,
                      sm_scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reference for :func:`kernels.paged_decode.paged_decode_attention` (fp32 out, lse)."""
+    """Reference for :func:`parrotsim.kernels.paged_decode.paged_decode_attention` (fp32 out, lse)."""
     scale = default_scale(q.shape[-1], sm_scale)
     outs, lses = [], []
     for b in range(q.shape[0]):
@@ -57,7 +57,7 @@ def ref_shared_prefix_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: to
                              prefix_pages: torch.Tensor, prefix_len: int,
                              suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
                              sm_scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reference for :func:`kernels.shared_prefix_decode.shared_prefix_decode_attention`:
+    """Reference for :func:`parrotsim.kernels.shared_prefix_decode.shared_prefix_decode_attention`:
     every sequence attends to the prefix tokens followed by its own suffix tokens."""
     scale = default_scale(q.shape[-1], sm_scale)
     kp = gather_kv(k_cache, prefix_pages, prefix_len)
@@ -76,7 +76,7 @@ def ref_shared_prefix_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: to
 def ref_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 block_tables: torch.Tensor, cu_q: torch.Tensor, ctx_lens: torch.Tensor,
                 sm_scale: float | None = None) -> torch.Tensor:
-    """Reference for :func:`kernels.prefill.prefill_attention`: new token i of sequence s sits
+    """Reference for :func:`parrotsim.kernels.prefill.prefill_attention`: new token i of sequence s sits
     at position ``ctx_lens[s] + i`` and attends causally to cached tokens ``0..ctx+i``."""
     scale = default_scale(q.shape[-1], sm_scale)
     out = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
@@ -102,7 +102,7 @@ def ref_causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 
 def ref_llama_forward(model, token_ids: list[int]) -> torch.Tensor:
-    """Dense full-recompute reference of :class:`kernels.llama.LlamaModel` in fp32 (bf16
+    """Dense full-recompute reference of :class:`parrotsim.kernels.llama.LlamaModel` in fp32 (bf16
     weights upcast, no KV cache): token_ids of one sequence -> logits [T, vocab] fp32."""
     cfg = model.cfg
     hq, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim

@@ -5,7 +5,7 @@ each sequence also has its own suffix in its own pages. Phase 1 loads each prefi
 for *all* queries: the rows of the tensor-core tile are (sequence, query head of this KV head)
 pairs, so a [BM, D] x [D, BN] product replaces BM matrix-vector products and the prefix is read
 from HBM once instead of B times. Phase 2 is the paged split-KV decode of each suffix
-(:func:`kernels.paged_decode.decode_tile`). Both write partial states (o, lse2); a reduce merges
+(:func:`parrotsim.kernels.paged_decode.decode_tile`). Both write partial states (o, lse2); a reduce merges
 them by log-sum-exp. ``mode="fused"`` runs phases 1 and 2 as one launch (prefix tiles first, then
 suffix tiles), ``mode="separate"`` as two, ``mode="concurrent"`` as two launches on two CUDA
 streams (fork/join, also inside a captured CUDA graph) so the prefix programs and the suffix
@@ -19,8 +19,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._common import INTERPRET, LOG2E, default_scale, mma, num_sms
-from kernels.paged_decode import choose_num_splits, decode_tile, launch_decode, launch_merge
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma, num_sms
+from parrotsim.kernels.paged_decode import (
+    choose_num_splits,
+    decode_tile,
+    launch_decode,
+    launch_merge,
+)
 
 _SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 

@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports import claims as claims_mod
-from reports.derive import TIDY_COLUMNS, panel_rows
-from reports.html import page
-from reports.plot import draw
-from reports.spec import FIGURES, PANELS
-from sim.experiment import experiment_from_data, load_experiment
-from sim.profile import ProfileError, shipped_profiles
-from sim.runner import run_experiment
-from sim.store import write_atomic
-
-EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments" / "paper"
+from parrotsim.reports import claims as claims_mod
+from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows
+from parrotsim.reports.html import page
+from parrotsim.reports.plot import draw
+from parrotsim.reports.spec import FIGURES, PANELS
+from parrotsim.sim.harness.experiment import experiment_from_data, load_experiment
+from parrotsim.sim.harness.runner import run_experiment
+from parrotsim.sim.harness.shipped import shipped_experiments
+from parrotsim.sim.harness.store import write_atomic
+from parrotsim.sim.model.profile import ProfileError, shipped_profiles
 
 
 def _with_profile(path: Path, family: str | None):
@@ -56,7 +55,7 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     panels = [p for p in PANELS if p.figure in wanted]
     summaries: dict[str, tuple[pd.DataFrame, Path]] = {}
     for name in dict.fromkeys(p.experiment for p in panels):
-        exp = _with_profile(EXPERIMENTS / f"{name}.yaml", profile)
+        exp = _with_profile(shipped_experiments()[f"paper/{name}"], profile)
         results = out / "results" / exp.name
         if progress:
             print(f"[report] {exp.name}: {exp.spec.description}", flush=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reports.spec import FIG17_THRESHOLD_MS, Panel
+from parrotsim.reports.spec import FIG17_THRESHOLD_MS, Panel
 
 TIDY_COLUMNS = ["figure", "panel", "series", "x_name", "x", "metric", "value", "unit", "oom"]
 

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, Panel  # noqa: E402
+from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, Panel  # noqa: E402
 
 COLORS = {
     "parrot": "#d62728", "parrot_paged_attention": "#ff7f0e", "parrot_without_sharing": "#bcbd22",

@@ -3,7 +3,7 @@
 A :class:`Panel` is one plot: it reads the summary of an experiment in ``experiments/paper``,
 keeps the rows matching ``where``, averages ``metric`` over the remaining labels (documents,
 seeds) per series (the experiment's variants) and x value. Figures 13 and 17 add derived
-values (per-app latency differences; sustainable request rates) computed in ``reports.derive``.
+values (per-app latency differences; sustainable request rates) computed in ``parrotsim.reports.derive``.
 """
 
 from __future__ import annotations

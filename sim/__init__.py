@@ -1,3 +1,3 @@
-"""parrotsim's SimPy cluster model: engines, KV cache, client/network, manager, cost model."""
-
-__version__ = "0.1.0"
+"""The simulator: ``model`` (the SimPy cluster model: engines, KV cache, clients, manager, cost
+model, profiles, metrics) and ``harness`` (run configs, experiment files, sweeps, the results
+store and the execution backends)."""

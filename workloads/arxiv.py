@@ -33,7 +33,7 @@ class ChunkFacts:
 @cache
 def chunk_table() -> dict[tuple[str, int, int], ChunkFacts]:
     """All rows of the shipped table keyed by (doc_set, doc, chunk_size)."""
-    text = resources.files("workloads").joinpath("data/arxiv_chunks.csv").read_text()
+    text = resources.files("parrotsim.workloads.data").joinpath("arxiv_chunks.csv").read_text()
     table = {}
     for row in csv.DictReader(text.splitlines()):
         key = (row["doc_set"], int(row["doc"]), int(row["chunk_size"]))

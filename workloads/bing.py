@@ -26,9 +26,9 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from workloads.app import App, Text, single_call_app
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.tables import read_table
+from parrotsim.workloads.app import App, Text, single_call_app
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.tables import read_table
 
 SHARED_PREFIX_TOKENS = 5107
 SHUFFLE_SEED = 2023

@@ -1,6 +1,6 @@
 """Imports every workload module so that each registers its config (see ``registry``)."""
 
-from workloads import (  # noqa: F401
+from parrotsim.workloads import (  # noqa: F401
     bing,
     chain_background,
     gpts,
@@ -10,6 +10,6 @@ from workloads import (  # noqa: F401
     summarization,
     trace_workload,
 )
-from workloads.registry import WORKLOADS
+from parrotsim.workloads.registry import WORKLOADS
 
 __all__ = ["WORKLOADS"]

@@ -1,6 +1,6 @@
 """Fig 12a: one chain-summary app with a background stream of synthetic requests.
 
-The foreground is the chain of ``workloads.summarization`` (chunk 1024, output 50 in the paper;
+The foreground is the chain of ``parrotsim.workloads.summarization`` (chunk 1024, output 50 in the paper;
 Parrot posts its calls as one batch, hence ``submit: concurrent``). The background is NOT
 ShareGPT: the artifact sends the prompt ``"Test " * 512`` (513 LLaMA tokens with BOS) and asks for
 exactly 50 output tokens, with exponential inter-arrival gaps of mean 1/``background_rate``
@@ -21,11 +21,11 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from workloads.app import App, Call, SubmitMode, Text
-from workloads.arrivals import ArrivalProcess, arrivals_until
-from workloads.arxiv import DocSet
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.summarization import chain_summary_app, check_docs
+from parrotsim.workloads.app import App, Call, SubmitMode, Text
+from parrotsim.workloads.arrivals import ArrivalProcess, arrivals_until
+from parrotsim.workloads.arxiv import DocSet
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.summarization import chain_summary_app, check_docs
 
 BACKGROUND_PROMPT_TOKENS = 513  # "Test " * 512 with the LLaMA tokenizer, BOS included
 BACKGROUND_OUTPUT_TOKENS = 50

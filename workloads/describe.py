@@ -3,7 +3,7 @@
 ``describe NAME --knob value ...`` builds the workload with the given knobs (``--chunk-size
 1024`` sets the config field ``chunk_size``; list fields take ``0,1,2`` or a repeated knob;
 values are coerced by the config's pydantic types) and a seed, then prints calls and tokens per
-app, the shared-prefix fraction (see ``workloads.stats``), prompt and output length
+app, the shared-prefix fraction (see ``parrotsim.workloads.stats``), prompt and output length
 percentiles, DAG depth and width, a per-stage table and a text picture of the largest app's DAG.
 Token counts are LLaMA tokens; times are seconds.
 """
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from workloads.app import App
-from workloads.catalog import WORKLOADS
-from workloads.registry import WorkloadConfig
-from workloads.stats import CallKey, CallStat, call_stats, dag_levels, summarize
+from parrotsim.workloads.app import App
+from parrotsim.workloads.catalog import WORKLOADS
+from parrotsim.workloads.registry import WorkloadConfig
+from parrotsim.workloads.stats import CallKey, CallStat, call_stats, dag_levels, summarize
 
 
 class KnobError(ValueError):

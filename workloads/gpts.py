@@ -22,10 +22,10 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from workloads.app import App, Text, single_call_app
-from workloads.arrivals import ArrivalProcess, arrival_times
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.tables import read_table
+from parrotsim.workloads.app import App, Text, single_call_app
+from parrotsim.workloads.arrivals import ArrivalProcess, arrival_times
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.tables import read_table
 
 
 @dataclass(frozen=True, slots=True)

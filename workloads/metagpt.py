@@ -36,9 +36,9 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from workloads.app import App, Call, Text
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.tables import read_table
+from parrotsim.workloads.app import App, Call, Text
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.tables import read_table
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Mixed chat and map-reduce serving on a cluster (Fig 19), as the artifact scheduled it.
 
-* Chat: ``num_chats`` = 40 ShareGPT requests (lengths as ``workloads.sharegpt``) at ``chat_rate``
+* Chat: ``num_chats`` = 40 ShareGPT requests (lengths as ``parrotsim.workloads.sharegpt``) at ``chat_rate``
   = 1 req/s with a constant interval (the artifact's Poisson line is commented out), from t = 0.
   Each chat call carries ``max_requests_per_engine`` = 16 (Parrot's latency annotation).
 * Map-reduce: ``mr_apps`` = 9 apps, all on ``arxiv_march_10`` document 0 at chunk 1024 (75 maps
@@ -17,12 +17,12 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from workloads.app import App, CallHints
-from workloads.arrivals import ArrivalProcess
-from workloads.arxiv import DocSet
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.sharegpt import chat_apps
-from workloads.summarization import check_docs, map_reduce_app
+from parrotsim.workloads.app import App, CallHints
+from parrotsim.workloads.arrivals import ArrivalProcess
+from parrotsim.workloads.arxiv import DocSet
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.sharegpt import chat_apps
+from parrotsim.workloads.summarization import check_docs, map_reduce_app
 
 MR_GAPS = (0.5, 0.5, 10.0, 0.5, 0.5, 10.0, 0.5, 0.5, 10.0)
 

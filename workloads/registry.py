@@ -1,23 +1,18 @@
 """Workload configs: each workload has a typed, frozen config class registered under its ``kind``.
 
-The experiment schema (``sim.experiment``) builds a tagged union over :data:`WORKLOADS`, so a YAML
+The experiment schema (``parrotsim.sim.harness.experiment``) builds a tagged union over :data:`WORKLOADS`, so a YAML
 file names a workload with ``kind: chain_summary`` and gets that class's fields validated.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from workloads.app import App
-
-
-class StrictConfig(BaseModel):
-    """Base of every config: unknown keys are errors, instances are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from parrotsim.core.config import StrictConfig
+from parrotsim.core.registry import Registry
+from parrotsim.workloads.app import App
 
 
 class WorkloadConfig(StrictConfig):
@@ -31,14 +26,6 @@ class WorkloadConfig(StrictConfig):
         raise NotImplementedError
 
 
-WORKLOADS: dict[str, type[WorkloadConfig]] = {}
-W = TypeVar("W", bound=type[WorkloadConfig])
-
-
-def register_workload(cls: W) -> W:
-    """Class decorator: make a workload config available under its ``kind`` literal."""
-    kind = cls.model_fields["kind"].default
-    if not isinstance(kind, str) or kind in WORKLOADS:
-        raise ValueError(f"workload kind {kind!r} missing or registered twice")
-    WORKLOADS[kind] = cls
-    return cls
+WORKLOADS = Registry("workload kind", "kind")
+#: class decorator: make a workload config available under its ``kind`` literal
+register_workload = WORKLOADS.register

@@ -18,9 +18,9 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from workloads.app import App, CallHints, Text, single_call_app
-from workloads.arrivals import ArrivalProcess, arrival_times
-from workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.app import App, CallHints, Text, single_call_app
+from parrotsim.workloads.arrivals import ArrivalProcess, arrival_times
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
 
 NO_HINTS = CallHints()
 
@@ -28,7 +28,7 @@ NO_HINTS = CallHints()
 @cache
 def length_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(prompt quantile levels, prompt quantiles, output levels, output quantiles[10, k])."""
-    text = resources.files("workloads").joinpath("data/sharegpt_lengths.csv").read_text()
+    text = resources.files("parrotsim.workloads.data").joinpath("sharegpt_lengths.csv").read_text()
     rows = list(csv.DictReader(ln for ln in text.splitlines() if not ln.startswith("#")))
     prompt = [(float(r["quantile"]), float(r["tokens"])) for r in rows if r["table"] == "prompt"]
     out: dict[int, list[tuple[float, float]]] = {}

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.app import App, Call, Text, call_dependencies, topological_order, var_lengths
+from parrotsim.workloads.app import (
+    App,
+    Call,
+    Text,
+    call_dependencies,
+    topological_order,
+    var_lengths,
+)
 
 CallKey = tuple[str, str]  # (app_id, call name)
 

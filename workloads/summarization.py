@@ -5,7 +5,7 @@ paper's (experiments.md section 2): the first/map prompt has about 30 constant t
 chunk, the refine prompt about 96 (40 before the previous summary), the reduce prompt about 33
 plus the N map summaries. Every call generates exactly ``output_len`` tokens.
 
-Chunk lengths are the splitter's real token counts (``workloads.arxiv``), not the nominal chunk
+Chunk lengths are the splitter's real token counts (``parrotsim.workloads.arxiv``), not the nominal chunk
 size: at nominal 1024 a chunk holds about 450 tokens. Fig 11's Parrot client posts the chain's
 calls one after another (``submit: sequential``); Figs 12a/12b post them as one batch
 (``submit: concurrent``). Fig 12b runs the first N documents of ``arxiv_march_30`` at once
@@ -19,9 +19,9 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from workloads.app import App, Call, CallHints, Ref, SubmitMode, Text
-from workloads.arxiv import DocSet, chunk_table, chunk_tokens, num_docs
-from workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.app import App, Call, CallHints, Ref, SubmitMode, Text
+from parrotsim.workloads.arxiv import DocSet, chunk_table, chunk_tokens, num_docs
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
 
 NO_HINTS = CallHints()
 

@@ -1,6 +1,6 @@
 """Replay a public request trace as single-call apps (``kind: trace``).
 
-Each accepted row of the file at ``path`` (format per ``workloads.traces``) becomes one app
+Each accepted row of the file at ``path`` (format per ``parrotsim.workloads.traces``) becomes one app
 (kind ``trace``, id ``trace-<i>``) whose prompt is one unique text of the row's prompt tokens
 (traces carry no content, so no sharing is visible) and which generates the row's output tokens.
 
@@ -21,10 +21,10 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from workloads.app import App, Text, single_call_app
-from workloads.arrivals import arrival_times
-from workloads.registry import WorkloadConfig, register_workload
-from workloads.traces import TraceFormat, load_trace
+from parrotsim.workloads.app import App, Text, single_call_app
+from parrotsim.workloads.arrivals import arrival_times
+from parrotsim.workloads.registry import WorkloadConfig, register_workload
+from parrotsim.workloads.traces import TraceFormat, load_trace
 
 
 @register_workload

@@ -13,7 +13,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from policies.cluster.base import ClusterPolicy, ClusterPolicyConfig, register_cluster_policy
+from parrotsim.sim.model.cluster_policy import (
+    ClusterPolicy,
+    ClusterPolicyConfig,
+    register_cluster_policy,
+)
 
 
 @register_cluster_policy

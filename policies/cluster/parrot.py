@@ -41,14 +41,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from policies.cluster.base import (
+from parrotsim.sim.model.cluster_policy import (
     CallInfo,
     ClusterPolicy,
     ClusterPolicyConfig,
     EngineLoad,
     register_cluster_policy,
 )
-from policies.dag import UNBOUNDED_TOKENS, lower
+from parrotsim.workloads.dag import UNBOUNDED_TOKENS, lower
 
 
 @register_cluster_policy

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from policies.cluster.base import ClusterPolicy, ClusterPolicyConfig, register_cluster_policy
+from parrotsim.sim.model.cluster_policy import (
+    ClusterPolicy,
+    ClusterPolicyConfig,
+    register_cluster_policy,
+)
 
 
 @register_cluster_policy

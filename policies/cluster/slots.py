@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from policies.cluster.base import (
+from parrotsim.sim.model.cluster_policy import (
     CallInfo,
     ClusterPolicy,
     ClusterPolicyConfig,

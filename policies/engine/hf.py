@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from policies.engine.base import (
+from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
     EnginePolicyConfig,
     EngineState,
     register_engine_policy,
 )
-from sim.sequence import Batch
+from parrotsim.sim.model.sequence import Batch
 
 
 @register_engine_policy

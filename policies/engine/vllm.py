@@ -17,14 +17,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from policies.engine.base import (
+from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
     EnginePolicyConfig,
     EngineState,
     register_engine_policy,
-    steps_within_blocks,
 )
-from sim.sequence import Batch, Sequence
+from parrotsim.sim.model.sequence import Batch, Sequence
 
 
 @register_engine_policy

@@ -1,4 +1,4 @@
-"""Synthetic raw calibration data from known curves (what calibrate.measure would write)."""
+"""Synthetic raw calibration data from known curves (what parrotsim.calibrate.measure would write)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import csv
 import json
 from pathlib import Path
 
-from calibrate import grids
-from calibrate.fit import prefill_work
-from calibrate.grids import FIELDS
+from parrotsim.calibrate import grids
+from parrotsim.calibrate.fit import prefill_work
+from parrotsim.calibrate.grids import FIELDS
 
 LAYERS = 32  # llama-7b
 OVERHEAD_S = 1e-4

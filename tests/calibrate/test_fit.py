@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibrate import curvefit as cf
-from calibrate import validate as val
-from calibrate.fit import build_profile, fit_paged
-from sim.costmodel import CostModel
+from parrotsim.calibrate import curvefit as cf
+from parrotsim.calibrate import validate as val
+from parrotsim.calibrate.fit import build_profile, fit_paged
+from parrotsim.sim.model.costmodel import CostModel
 from tests.calibrate import synth
 
 

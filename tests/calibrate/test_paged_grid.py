@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from calibrate import curvefit as cf
-from calibrate.pagedgrid import fit_paged_grid
-from sim.costmodel import CostModel, paged_grid_time
-from sim.profile import load_profile, shipped_profiles
+from parrotsim.calibrate import curvefit as cf
+from parrotsim.calibrate.pagedgrid import fit_paged_grid
+from parrotsim.sim.model.costmodel import CostModel, paged_grid_time
+from parrotsim.sim.model.profile import load_profile, shipped_profiles
 
 LAYERS = 40
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from ruamel.yaml import YAML
 
-from calibrate.fit import build_profile, write_profile
-from calibrate.validate import points_path, read_points
-from sim.profile import ProfileError, load_profile, parse_profile
+from parrotsim.calibrate.fit import build_profile, write_profile
+from parrotsim.calibrate.validate import points_path, read_points
+from parrotsim.sim.model.profile import ProfileError, load_profile, parse_profile
 from tests.calibrate import synth
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from calibrate import facts
-from calibrate.project import decode_step
-from sim.profile import load_profile
+from parrotsim.calibrate import facts
+from parrotsim.calibrate.project import decode_step
+from parrotsim.sim.model.profile import load_profile
 
 NAMES = ["a100-80gb_llama-13b", "a100-80gb_llama-7b", "a6000_llama-7b"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.cli import main
-from sim.profile import shipped_profiles
+from parrotsim.cli import main
+from parrotsim.sim.model.profile import shipped_profiles
 
 SHIPPED = [n for n in ("h200_llama-7b", "h200_llama-13b") if n in shipped_profiles()]
 
@@ -21,8 +21,8 @@ def test_validate_shipped(name, capsys, tmp_path):
 
 
 def test_validate_needs_points(tmp_path, capsys):
-    from calibrate.fit import build_profile
-    from sim.profile import dump_profile
+    from parrotsim.calibrate.fit import build_profile
+    from parrotsim.sim.model.profile import dump_profile
     from tests.calibrate import synth
 
     prof, _, _ = build_profile(synth.write_raw(tmp_path / "raw"), "nopoints")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from parrotsim.sim.harness import store
+
 TINY = """\
 name: tiny
 run:
@@ -61,9 +63,7 @@ class SimulateSpy:
 
 @pytest.fixture
 def spy(monkeypatch) -> SimulateSpy:
-    """Replace ``sim.simulation.simulate`` in this process (use with jobs=1)."""
-    import sim.simulation
-
-    spy = SimulateSpy(sim.simulation.simulate)
-    monkeypatch.setattr(sim.simulation, "simulate", spy)
+    """Replace the store's ``simulate`` in this process (use with jobs=1)."""
+    spy = SimulateSpy(store.simulate)
+    monkeypatch.setattr(store, "simulate", spy)
     return spy

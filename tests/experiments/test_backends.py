@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.runner import run_experiment
+from parrotsim.sim.harness.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.cli import main
+from parrotsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_show_errors(tmp_path, tiny, capsys):
 
 
 def test_example_sweep_is_valid(capsys, tmp_path):
-    from sim.experiment import load_experiment
+    from parrotsim.sim.harness.experiment import load_experiment
 
     exp = load_experiment(ROOT / "experiments" / "example_sweep.yaml")
     engines = {r.config.cluster.engines for r in exp.runs}

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sim.cli import main
+from parrotsim.cli import main
 
 BASE = "name: t\nrun:\n  workload: {kind: sharegpt, num_requests: 20}\n"
 
@@ -119,7 +119,7 @@ def test_missing_file(tmp_path, capsys):
 
 def test_yaml_12_scalars(write_yaml, tmp_path, capsys):
     """YAML 1.1 pitfalls do not bite: ``1e3`` is a float, ``no`` stays a string."""
-    from sim.experiment import load_experiment
+    from parrotsim.sim.harness.experiment import load_experiment
 
     exp = load_experiment(write_yaml(
         "name: t\nrun:\n  workload: {kind: sharegpt, num_requests: 2e1, rate: 1e3}\n"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import sim.store
-from sim.config import RunConfig
-from sim.experiment import expand, experiment_from_data, load_experiment
-from sim.store import run_key
+import parrotsim.sim.harness.store
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.experiment import expand, experiment_from_data, load_experiment
+from parrotsim.sim.harness.store import run_key
 
 
 def test_expansion_labels_and_configs(tiny):
@@ -76,14 +76,14 @@ def test_key_changes_with_any_field_version_and_profile(monkeypatch):
     ]
     keys = {run_key(RunConfig.model_validate(d)) for d in changed}
     assert key not in keys and len(keys) == len(changed)
-    monkeypatch.setattr(sim.store, "__version__", "999")
+    monkeypatch.setattr(parrotsim.sim.harness.store, "__version__", "999")
     assert run_key(RunConfig.model_validate(base)) != key
 
 
 def test_key_changes_with_profile_content(monkeypatch):
     cfg = RunConfig.model_validate({"workload": {"kind": "sharegpt"}})
     key = run_key(cfg)
-    monkeypatch.setattr(sim.store, "profile_hash", lambda name: "0" * 16)
+    monkeypatch.setattr(parrotsim.sim.harness.store, "profile_hash", lambda name: "0" * 16)
     assert run_key(cfg) != key
 
 

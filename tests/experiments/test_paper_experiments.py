@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.config import RunConfig
-from sim.experiment import expand, load_experiment
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.experiment import expand, load_experiment
 
 ROOT = Path(__file__).resolve().parents[2] / "experiments"
 FILES = sorted(ROOT.glob("*.yaml")) + sorted((ROOT / "paper").glob("*.yaml"))

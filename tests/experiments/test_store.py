@@ -9,10 +9,10 @@ import sys
 
 import pandas as pd
 
-from sim.cli import main
-from sim.experiment import expand, load_experiment
-from sim.runner import run_experiment
-from sim.store import MARKER, TABLES, read_record
+from parrotsim.cli import main
+from parrotsim.sim.harness.experiment import expand, load_experiment
+from parrotsim.sim.harness.runner import run_experiment
+from parrotsim.sim.harness.store import MARKER, TABLES, read_record
 
 
 def test_layout_and_summary_columns(tiny, tmp_path, spy):

@@ -12,9 +12,9 @@ pytest.importorskip("triton")
 
 from kernel_fixtures import make_cache, random_tables, rel_err  # noqa: E402
 
-from kernels.paged_decode import paged_decode_attention  # noqa: E402
-from kernels.reference import ref_paged_decode, ref_shared_prefix_decode  # noqa: E402
-from kernels.shared_prefix_decode import shared_prefix_decode_attention  # noqa: E402
+from parrotsim.kernels.paged_decode import paged_decode_attention  # noqa: E402
+from parrotsim.kernels.reference import ref_paged_decode, ref_shared_prefix_decode  # noqa: E402
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention  # noqa: E402
 
 OUT_TOL = 1e-2
 LSE_TOL = 1e-3

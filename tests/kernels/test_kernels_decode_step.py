@@ -1,7 +1,7 @@
 """Session-4 pieces of the one-token decode step (Triton interpreter, small shapes):
 
 * the qkv GEMV with the RoPE + KV-cache-write epilogue against the two-kernel path
-  (:func:`kernels.gemv.gemv` then :func:`kernels.llama_ops.rope_and_cache`) and a torch
+  (:func:`parrotsim.kernels.gemv.gemv` then :func:`parrotsim.kernels.llama_ops.rope_and_cache`) and a torch
   reference, for several row tiles (the fused kernel pairs rows d and d + D/2 in one tile);
 * the byte ranges of the GEMV's L2 self-prefetch (marked instead of prefetched);
 * the tiny model's decode with the fused path, self-prefetch (a no-op in the interpreter) and
@@ -16,13 +16,13 @@ tl = pytest.importorskip("triton.language")
 
 from kernel_fixtures import rel_err  # noqa: E402
 
-from kernels.gemv import gemv  # noqa: E402
-from kernels.gemv_rope import gemv_rope_cache  # noqa: E402
-from kernels.l2_prefetch import prefetch_bulk, rest_rows  # noqa: E402
-from kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
-from kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
-from kernels.llama_ops import rms_norm, rope_and_cache  # noqa: E402
-from kernels.reference import ref_llama_forward  # noqa: E402
+from parrotsim.kernels.gemv import gemv  # noqa: E402
+from parrotsim.kernels.gemv_rope import gemv_rope_cache  # noqa: E402
+from parrotsim.kernels.l2_prefetch import prefetch_bulk, rest_rows  # noqa: E402
+from parrotsim.kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
+from parrotsim.kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
+from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache  # noqa: E402
+from parrotsim.kernels.reference import ref_llama_forward  # noqa: E402
 
 
 def _rope_ref(x, pos, cos, sin):

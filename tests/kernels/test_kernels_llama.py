@@ -9,11 +9,11 @@ pytest.importorskip("triton")
 
 from kernel_fixtures import rel_err  # noqa: E402
 
-from kernels.gemv import gemv  # noqa: E402
-from kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
-from kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
-from kernels.llama_ops import rms_norm, silu_mul, skinny_linear  # noqa: E402
-from kernels.reference import ref_llama_forward  # noqa: E402
+from parrotsim.kernels.gemv import gemv  # noqa: E402
+from parrotsim.kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
+from parrotsim.kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
+from parrotsim.kernels.llama_ops import rms_norm, silu_mul, skinny_linear  # noqa: E402
+from parrotsim.kernels.reference import ref_llama_forward  # noqa: E402
 
 TOL = 3e-2
 CPU = torch.device("cpu")

@@ -9,8 +9,8 @@ pytest.importorskip("triton")
 
 from kernel_fixtures import make_cache, random_tables, rel_err  # noqa: E402
 
-from kernels.prefill import prefill_attention  # noqa: E402
-from kernels.reference import ref_prefill  # noqa: E402
+from parrotsim.kernels.prefill import prefill_attention  # noqa: E402
+from parrotsim.kernels.reference import ref_prefill  # noqa: E402
 
 D = 32
 

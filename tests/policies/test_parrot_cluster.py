@@ -1,7 +1,7 @@
 """Parrot's cluster scheduler: Algorithm 1 branches, app FIFO, FindEngine filters/preferences."""
 
-from policies.cluster.base import CallInfo, EngineLoad
-from policies.cluster.parrot import ParrotScheduler, ParrotSchedulerConfig
+from parrotsim.policies.cluster.parrot import ParrotScheduler, ParrotSchedulerConfig
+from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
 
 _uid = iter(range(10**9))
 

@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-from policies.engine.base import EngineState
-from policies.engine.parrot import ParrotEngineConfig, ParrotEnginePolicy
-from sim.kv_cache import Context, KVCache
-from sim.sequence import Batch, Sequence
+from parrotsim.policies.engine.parrot import ParrotEngineConfig, ParrotEnginePolicy
+from parrotsim.sim.model.engine_policy import EngineState
+from parrotsim.sim.model.kv_cache import Context, KVCache
+from parrotsim.sim.model.sequence import Batch, Sequence
 
 _uid = iter(range(10**9))
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from policies.engine.base import steps_within_blocks
-from sim.kv_cache import KVCache
-from sim.sequence import Sequence
+from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.sequence import Sequence
 
 
 def _horizon_by_stepping(tokens: list[int], free: int, block_size: int, max_steps: int) -> int:

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from reports.build import build_report
+from parrotsim.reports.build import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -3,10 +3,10 @@
 import pandas as pd
 import pytest
 
-from reports.build import build_report
-from reports.claims import evaluate
-from reports.derive import TIDY_COLUMNS
-from sim.cli import main
+from parrotsim.cli import main
+from parrotsim.reports.build import build_report
+from parrotsim.reports.claims import evaluate
+from parrotsim.reports.derive import TIDY_COLUMNS
 
 
 def test_one_figure_end_to_end(tmp_path):

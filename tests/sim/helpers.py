@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from policies.engine.base import EngineState
-from sim.kv_cache import KVCache
-from sim.roofline import GPUS, MODELS, roofline_profile
-from sim.sequence import Sequence
+from parrotsim.calibrate.roofline import GPUS, MODELS, roofline_profile
+from parrotsim.sim.model.engine_policy import EngineState
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.sequence import Sequence
 
 _uid = iter(range(10**9))
 

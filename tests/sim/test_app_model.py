@@ -2,8 +2,8 @@
 
 import pytest
 
-from workloads.app import App, AppError, Call, Ref, Text, topological_order, validate_app
-from workloads.summarization import chain_summary_app, map_reduce_app
+from parrotsim.workloads.app import App, AppError, Call, Ref, Text, topological_order, validate_app
+from parrotsim.workloads.summarization import chain_summary_app, map_reduce_app
 
 
 def app(*calls, outputs=("y",), inputs=None):

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from sim.costmodel import CostModel
-from sim.profile import Curve
-from sim.roofline import GPUS, MODELS, roofline_profile
-from sim.sequence import Batch
+from parrotsim.calibrate.roofline import GPUS, MODELS, roofline_profile
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.profile import Curve
+from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import a100_13b, seq
 
 
 def _with_ctx(s, tokens):
-    from sim.kv_cache import KVCache
+    from parrotsim.sim.model.kv_cache import KVCache
 
     kv = KVCache(10**6)
     s.ctx = kv.create()
@@ -69,7 +69,7 @@ def test_shared_prefix_reads_prefix_once():
 
 def test_runtime_scale_and_overhead():
     prof = a100_13b()
-    from sim.profile import Runtime
+    from parrotsim.sim.model.profile import Runtime
 
     prof = prof.model_copy(update={"runtimes": {"hf": Runtime(overhead_s=0.01, scale=2.0)}})
     base = CostModel(prof, "vllm").decode_times(1, 100, 1, [], 1)[0]
@@ -80,7 +80,7 @@ def test_runtime_scale_and_overhead():
 def _with_paged_grid(slow: float = 1.3):
     """The roofline A100 profile plus a paged grid whose 16-sequence row is ``slow`` times the
     1-D curve (the H200's tail wave), the other rows equal to it."""
-    from sim.profile import PagedGrid
+    from parrotsim.sim.model.profile import PagedGrid
 
     prof = a100_13b()
     c = prof.curves

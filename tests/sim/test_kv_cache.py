@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.kv_cache import KVCache
+from parrotsim.sim.model.kv_cache import KVCache
 
 
 def test_grow_takes_blocks_per_16_tokens():

@@ -3,10 +3,10 @@ calibration facts."""
 
 import numpy as np
 
-from calibrate import facts
-from calibrate.fig10 import fig10_cell
-from sim.config import RunConfig
-from sim.simulation import simulate
+from parrotsim.calibrate import facts
+from parrotsim.calibrate.fig10 import fig10_cell
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
 
 
 def chain_jct(output_len: int, policy: dict, doc: int = 3) -> tuple[float, int]:

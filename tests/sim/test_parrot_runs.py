@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from sim.config import RunConfig
-from sim.simulation import simulate
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
 
 PARROT_ENGINE_13B = {"policy": "parrot", "max_batch_size": 256, "max_num_batched_tokens": 2560,
                      "max_total_tokens": 4096, "num_kv_cache_blocks": 4000}

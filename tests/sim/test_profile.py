@@ -2,7 +2,13 @@
 
 import pytest
 
-from sim.profile import ProfileError, dump_profile, load_profile, parse_profile, shipped_profiles
+from parrotsim.sim.model.profile import (
+    ProfileError,
+    dump_profile,
+    load_profile,
+    parse_profile,
+    shipped_profiles,
+)
 from tests.sim.helpers import a100_13b
 
 

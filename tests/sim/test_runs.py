@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.config import RunConfig
-from sim.simulation import build_apps, simulate
-from workloads.app import call_dependencies
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import build_apps, simulate
+from parrotsim.workloads.app import call_dependencies
 
 CASES = {
     "chain_vllm": {"workload": {"kind": "chain_summary", "docs": [3], "output_len": 25},

@@ -1,6 +1,6 @@
 """vLLM 0.1.4 scheduling on hand-built states: prefill priority, token budget, caps, preemption."""
 
-from policies.engine.vllm import VllmConfig, VllmPolicy
+from parrotsim.policies.engine.vllm import VllmConfig, VllmPolicy
 from tests.sim.helpers import seq, state
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from workloads.app import Text, prompt_tokens, validate_apps
-from workloads.bing import BingCopilot, prompt_lengths, sampled_outputs
+from parrotsim.workloads.app import Text, prompt_tokens, validate_apps
+from parrotsim.workloads.bing import BingCopilot, prompt_lengths, sampled_outputs
 
 RNG = np.random.default_rng(0)
 

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from workloads.app import validate_apps
-from workloads.catalog import WORKLOADS
-from workloads.registry import WorkloadConfig
+from parrotsim.workloads.app import validate_apps
+from parrotsim.workloads.catalog import WORKLOADS
+from parrotsim.workloads.registry import WorkloadConfig
 
 from .shared_data import SHARED_DATA
 

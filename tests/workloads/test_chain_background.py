@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.app import prompt_tokens, validate_apps
-from workloads.chain_background import ChainWithBackground
+from parrotsim.workloads.app import prompt_tokens, validate_apps
+from parrotsim.workloads.chain_background import ChainWithBackground
 
 
 def test_background_requests_are_the_artifacts():

@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from workloads.catalog import WORKLOADS
-from workloads.cli import add_parser, main
-from workloads.describe import KnobError, parse_knobs
+from parrotsim.cli.workloads import add_parser, main
+from parrotsim.workloads.catalog import WORKLOADS
+from parrotsim.workloads.describe import KnobError, parse_knobs
 
 
 def test_add_parser_wires_main(capsys):

@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 
-from workloads.app import Text, validate_apps
-from workloads.gpts import Gpts, gpts_apps
+from parrotsim.workloads.app import Text, validate_apps
+from parrotsim.workloads.gpts import Gpts, gpts_apps
 
 
 def test_table_matches_facts(parrot_data):

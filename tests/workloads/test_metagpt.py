@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from workloads.app import call_dependencies, prompt_tokens, validate_app
-from workloads.cli import main
-from workloads.metagpt import MetaGpt, logged_rounds
+from parrotsim.cli.workloads import main
+from parrotsim.workloads.app import call_dependencies, prompt_tokens, validate_app
+from parrotsim.workloads.metagpt import MetaGpt, logged_rounds
 
 
 def _replays(parrot_data):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.app import prompt_tokens, validate_apps
-from workloads.arxiv import chunk_facts
-from workloads.mixed import MixedChatMapReduce
+from parrotsim.workloads.app import prompt_tokens, validate_apps
+from parrotsim.workloads.arxiv import chunk_facts
+from parrotsim.workloads.mixed import MixedChatMapReduce
 
 
 def test_fig19_schedule_and_hints():

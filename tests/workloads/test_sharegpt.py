@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workloads.app import validate_apps
-from workloads.sharegpt import ShareGptChat, sample_lengths
+from parrotsim.workloads.app import validate_apps
+from parrotsim.workloads.sharegpt import ShareGptChat, sample_lengths
 
 # p10 / p50 / p90 of the 15,485 filtered first-turn pairs (LLaMA tokens, BOS included)
 PROMPT_PCT = (12, 113, 692)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from workloads.app import Ref, Text, prompt_tokens, validate_app
-from workloads.arxiv import chunk_facts, chunk_tokens
-from workloads.summarization import ChainSummary, MapReduceSummary
+from parrotsim.workloads.app import Ref, Text, prompt_tokens, validate_app
+from parrotsim.workloads.arxiv import chunk_facts, chunk_tokens
+from parrotsim.workloads.summarization import ChainSummary, MapReduceSummary
 
 RNG = np.random.default_rng(0)
 

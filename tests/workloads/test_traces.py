@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from workloads.app import prompt_tokens
-from workloads.trace_workload import TraceReplay
-from workloads.traces import TraceError, load_burstgpt, load_sharegpt_json, load_trace
+from parrotsim.workloads.app import prompt_tokens
+from parrotsim.workloads.trace_workload import TraceReplay
+from parrotsim.workloads.traces import TraceError, load_burstgpt, load_sharegpt_json, load_trace
 
 RNG = np.random.default_rng(0)
 LENGTH_FILES = {  # Vidur-style length tables without times: rows

@@ -1,0 +1,70 @@
+"""Check that two result folders hold the same results, byte for byte, whatever their run keys.
+
+Used before and after a change that must not change results (speed work, renames): run the
+shipped experiments into two folders with the old and the new code, then
+
+    python bench/same_results.py OLD_DIR NEW_DIR
+
+Every ``summary.csv`` under OLD_DIR is compared with the one at the same relative path under
+NEW_DIR, without the ``run_hash`` column (the key changes with the code version); each run's
+``calls``, ``apps`` and ``engines`` tables are compared as Parquet-decoded frames (same columns,
+dtypes and values, NaN equal to NaN), the runs matched by their row in the summary. Prints one
+line per experiment and exits 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+TABLES = ("calls", "apps", "engines")
+
+
+def compare_experiment(old: Path, new: Path) -> list[str]:
+    """Differences between two experiment folders (each holding summary.csv and runs/)."""
+    a = pd.read_csv(old / "summary.csv", dtype=str, keep_default_na=False)
+    b = pd.read_csv(new / "summary.csv", dtype=str, keep_default_na=False)
+    problems = []
+    if list(a.columns) != list(b.columns):
+        return [f"summary columns differ: {sorted(set(a.columns) ^ set(b.columns))}"]
+    if not a.drop(columns="run_hash").equals(b.drop(columns="run_hash")):
+        diff = (a.drop(columns="run_hash") != b.drop(columns="run_hash")).any()
+        problems.append(f"summary differs in {list(diff[diff].index)}")
+    for key_a, key_b in zip(a["run_hash"], b["run_hash"], strict=True):
+        for table in TABLES:
+            fa, fb = old / "runs" / key_a / f"{table}.parquet", new / "runs" / key_b / f"{table}.parquet"
+            if not fa.exists() and not fb.exists():
+                continue
+            if not pd.read_parquet(fa).equals(pd.read_parquet(fb)):
+                problems.append(f"run {key_a}/{key_b}: {table} differs")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    args = parser.parse_args(argv)
+    summaries = sorted(p.parent.relative_to(args.old) for p in args.old.rglob("summary.csv"))
+    if not summaries:
+        print(f"{args.old}: no summary.csv found", file=sys.stderr)
+        return 2
+    bad = 0
+    for rel in summaries:
+        if not (args.new / rel / "summary.csv").exists():
+            print(f"{rel}: missing under {args.new}")
+            bad += 1
+            continue
+        problems = compare_experiment(args.old / rel, args.new / rel)
+        runs = len(pd.read_csv(args.old / rel / "summary.csv"))
+        print(f"{rel}: {runs} runs, " + ("identical" if not problems else "; ".join(problems[:5])))
+        bad += bool(problems)
+    print(f"{len(summaries) - bad} of {len(summaries)} experiments identical")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""``parrotsim report``: regenerate the paper's figures (see ``reports/build.py``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from parrotsim.core.errors import UsageError
+from parrotsim.reports.build import build_report
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="regenerate every paper figure with the paper's numbers",
+                       description=__doc__)
+    p.add_argument("--figures", help="comma-separated figure ids (default: all)")
+    p.add_argument("--profile", help="hardware profile family to use instead, e.g. h200")
+    p.add_argument("--out", type=Path, default=Path("reports/out"))
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(main=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
+    try:
+        claims = build_report(args.out, figures, args.profile, args.jobs, not args.quiet)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with_values = claims.dropna(subset=["simulated"])
+    print(claims.to_string(index=False))
+    print(f"\n{int(with_values['within_15pct'].sum())} of {len(claims)} headline claims within "
+          f"15 %; report in {args.out}/index.html")
+    return 0

@@ -1,0 +1,57 @@
+"""``parrotsim validate``: a profile's error on its held-out forward passes (no GPU needed).
+
+Reads the profile and ``<profile>.forward.csv`` beside it (written by ``parrotsim calibrate``),
+composes each held-out batch with the cost model and prints per point, and by batch kind
+(decode-only, prefill-only, mixed), the relative error against the measured time, then writes
+a predicted-vs-measured plot. Targets: median |error| <= 3 %, worst <= 10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from parrotsim.calibrate import validate as val
+from parrotsim.core.errors import UsageError
+from parrotsim.sim.model.profile import load_profile, shipped_profiles
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("validate", help="held-out error of a calibrated profile",
+                       description=__doc__)
+    p.add_argument("profile", help="profile file or shipped profile name")
+    p.add_argument("--points", type=Path, help="forward passes (default: beside the profile)")
+    p.add_argument("--plot", type=Path,
+                   help="plot file (default: reports/out/calibrate/<profile>_validate.png)")
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--all", action="store_true", help="training points too")
+    p.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
+    p.set_defaults(main=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    path = Path(args.profile)
+    if not path.suffix:
+        path = shipped_profiles().get(args.profile, path)
+    prof = load_profile(str(path))
+    points_file = args.points or val.points_path(path)
+    try:
+        points = val.read_points(points_file)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        raise UsageError(f"validate: {exc}") from None
+    rows = val.evaluate(prof, points, None if args.all else "heldout")
+    if not rows:
+        raise UsageError(f"validate: {points_file} has no held-out forward passes")
+    summary = val.summarize(rows)
+    print(f"{prof.name} ({prof.source}, {prof.gpu.name}, {prof.model.name}): "
+          f"{'all' if args.all else 'held-out'} forward passes")
+    print(val.report(rows, summary))
+    met = (summary["all"]["median"] <= val.TARGET_MEDIAN
+           and summary["all"]["worst"] <= val.TARGET_WORST)
+    print(f"targets (median <= {100 * val.TARGET_MEDIAN:.0f} %, worst <= "
+          f"{100 * val.TARGET_WORST:.0f} %): {'met' if met else 'MISSED'}")
+    if not args.no_plot:
+        plot = args.plot or Path("reports/out/calibrate") / f"{prof.name}_validate.png"
+        val.plot(rows, plot, f"{prof.name}: predicted vs measured")
+        print(f"plot: {plot}")
+    return 1 if args.strict and not met else 0

@@ -1,1 +1,0 @@
-"""Subcommands of the ``parrotsim`` CLI; each module defines ``add_parser`` and ``main``."""

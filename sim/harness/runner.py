@@ -1,0 +1,161 @@
+"""Run an experiment: skip cached runs, execute the rest on a backend, write the summary.
+
+``OUT/summary.csv`` and ``OUT/summary.parquet`` hold one row per expanded run (in expansion
+order): ``run_hash``, ``status`` (``ok`` or ``failed``), the labels (``variant``, one column per
+sweep axis named by its dotted path, ``seed``), the metrics of ``RunResult.summary``, ``error``
+(the traceback's last line; the whole traceback is in ``runs/<hash>/error.txt``) and every
+field of the run's config as a dotted column (``cluster.engines``, ``workload.rate``, ...).
+Labels and config values that are lists or mappings are JSON text. ``OUT/experiment.json``
+names the experiment and its label and metric columns (``parrotsim show`` reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from parrotsim import __version__
+from parrotsim.sim.harness.backends import make_backend
+from parrotsim.sim.harness.experiment import ExpandedRun, Experiment, expand, load_experiment
+from parrotsim.sim.harness.store import clean_stale, read_record, write_atomic
+
+SUMMARY_CSV = "summary.csv"
+SUMMARY_PARQUET = "summary.parquet"
+META = "experiment.json"
+
+
+def default_out(experiment: Experiment) -> Path:
+    """``results/<experiment name>``, relative to the working directory."""
+    return Path("results") / experiment.name
+
+
+def plan(experiment: Experiment, out_dir: Path, force: bool = False
+         ) -> tuple[list[ExpandedRun], dict[str, dict[str, Any]]]:
+    """The expanded runs and the stored records of those that are cached (``status: ok``)."""
+    runs = expand(experiment)
+    cached: dict[str, dict[str, Any]] = {}
+    if not force:
+        for run in runs:
+            record = read_record(out_dir / "runs", run.key)
+            if record is not None and record["status"] == "ok":
+                cached[run.key] = record
+    return runs, cached
+
+
+def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | None = None,
+                   jobs: int | None = None, backend: str = "local", address: str | None = None,
+                   force: bool = False, progress: bool = True) -> pd.DataFrame:
+    """Run every expanded run not already stored and return (and write) the summary frame.
+
+    ``jobs``: local worker processes (default: the cores available; 1 runs in this process).
+    ``backend``: ``local`` or ``ray`` (``address``: an existing Ray cluster). ``force``: re-run
+    cached runs too. Raises ``ExperimentError`` for an invalid file, before writing anything.
+    """
+    exp = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
+    out = Path(out_dir) if out_dir is not None else default_out(exp)
+    runs, cached = plan(exp, out, force)
+    executor = make_backend(backend, jobs, address)
+    runs_dir = (out / "runs").resolve()
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    clean_stale(runs_dir)
+    todo: dict[str, ExpandedRun] = {}
+    for run in runs:
+        if run.key not in cached:
+            todo.setdefault(run.key, run)
+    records = dict(cached)
+    bar = _progress(len(todo) + len(cached), len(cached), progress)
+    failed = 0
+    try:
+        tasks = [(key, run.config.model_dump(mode="json"), str(runs_dir))
+                 for key, run in todo.items()]
+        for record in executor.map(tasks):
+            records[record["key"]] = record
+            failed += record["status"] != "ok"
+            bar.set_postfix_str(f"ran {len(records) - len(cached)}, cached {len(cached)}, "
+                                f"failed {failed}", refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+        executor.close()
+        frame = summary_frame(runs, records)
+        write_summary(out, exp, frame)
+    return frame
+
+
+def _progress(total: int, initial: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, initial=initial, unit="run", file=sys.stderr,
+               disable=not enabled, dynamic_ncols=True)
+    bar.set_postfix_str(f"ran 0, cached {initial}, failed 0")
+    return bar
+
+
+def summary_frame(runs: list[ExpandedRun], records: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per run with a record (see module docstring for the columns)."""
+    rows, metric_names = [], []
+    for run in runs:
+        for name in records.get(run.key, {}).get("metrics", {}):
+            if name not in metric_names:
+                metric_names.append(name)
+    for run in runs:
+        record = records.get(run.key)
+        if record is None:
+            continue
+        row: dict[str, Any] = {"run_hash": run.key, "status": record["status"]}
+        row.update({k: _cell(v) for k, v in run.labels.items()})
+        row.update({m: record["metrics"].get(m, float("nan")) for m in metric_names})
+        row["error"] = _last_line(record.get("error", ""))
+        for k, v in flatten(run.config.model_dump(mode="json")).items():
+            row.setdefault(k, _cell(v))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level of dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _cell(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict, tuple)) else v
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def write_summary(out: Path, exp: Experiment, frame: pd.DataFrame) -> None:
+    """Write ``summary.csv``, ``summary.parquet`` and ``experiment.json`` atomically."""
+    write_atomic(out / SUMMARY_CSV, frame.to_csv(index=False))
+    write_atomic(out / SUMMARY_PARQUET, _parquet_safe(frame).to_parquet(index=False))
+    cols = list(frame.columns)
+    head = cols[:cols.index("error")] if "error" in cols else []
+    metrics = [c for c in head if c not in ("run_hash", "status", *exp.label_names)]
+    meta = {"name": exp.name, "description": exp.spec.description, "source": exp.source,
+            "labels": exp.label_names, "axes": list(exp.spec.sweep), "version": __version__,
+            "runs": len(frame), "metrics": metrics}
+    write_atomic(out / META, json.dumps(meta, indent=1))
+
+
+def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns mixing types (a label that is a number in one run, text in another)
+    become JSON text, which Parquet can store."""
+    frame = frame.copy()
+    for col in frame.columns:
+        if frame[col].dtype == object:
+            kinds = {type(v) for v in frame[col] if v is not None and v == v}
+            if len(kinds) > 1 or (kinds and not kinds <= {str}):
+                frame[col] = [None if v is None else json.dumps(v) for v in frame[col]]
+    return frame

@@ -1,0 +1,161 @@
+"""Build the SimPy model of one run from its :class:`~parrotsim.sim.harness.config.RunConfig` and run it.
+
+Randomness comes from one ``numpy.random.SeedSequence(seed)`` spawned into independent streams
+(workload, network), so two policies compared under the same seed see the same apps and the
+same round trips (common random numbers). The run ends when every foreground app has received
+its final outputs.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.model.client import LangChainClient
+from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
+from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.engine import Engine
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.manager import Manager, plain_sequence
+from parrotsim.sim.model.metrics import RunResult, call_table, engine_table, summarize
+from parrotsim.sim.model.network import Network
+from parrotsim.sim.model.parrot_client import ParrotClient
+from parrotsim.sim.model.prefix_cache import PrefixCache
+from parrotsim.sim.model.profile import Profile, load_profile
+from parrotsim.sim.model.sequence import Sequence
+from parrotsim.workloads.app import App, validate_apps
+
+
+def build_apps(cfg: RunConfig) -> list[App]:
+    """The run's apps, generated from the workload stream of its seed and validated."""
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[0])
+    return validate_apps(cfg.workload.build(rng))
+
+
+def simulate(cfg: RunConfig, apps: list[App] | None = None,
+             profile: Profile | None = None, validate: bool = True) -> RunResult:
+    """Run one simulation; ``apps`` overrides the workload and ``profile`` the cluster's cost
+    profile (for tests and fitting). Given ``apps`` are validated unless ``validate`` is False
+    (for apps that came from :func:`build_apps`, which validates)."""
+    with _rare_collections():
+        return _simulate(cfg, apps, profile, validate)
+
+
+@contextmanager
+def _rare_collections():
+    """Run with rare garbage collections: a run allocates millions of short-lived objects
+    that reference counting frees, and frequent cycle scans over the long-lived apps and
+    requests cost ~10 % of the run time. The previous thresholds are restored afterwards."""
+    before = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
+              validate: bool) -> RunResult:
+    profile = profile or load_profile(cfg.cluster.profile)
+    streams = np.random.SeedSequence(cfg.seed).spawn(2)
+    if apps is None:
+        apps = build_apps(cfg)
+    elif validate:
+        apps = validate_apps(apps)
+    env = simpy.Environment()
+    engine_cfg = cfg.cluster.engine
+    capacity = profile.kv_capacity_tokens()
+    manager_ref: list[Manager] = []
+
+    def on_finish(seq, t):
+        manager_ref[0].engine_finished(seq, t)
+
+    engines = []
+    loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
+    prefill_memo: dict = {}  # one profile for every engine: lone prompt chunks costed once
+    for i in range(cfg.cluster.engines):
+        kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
+                     cfg.cluster.block_size)
+        cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s)
+                 if cfg.cluster.prefix_cache else None)
+        cost = CostModel(profile, engine_cfg.runtime, prefill_memo)
+        engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
+                              kernel=cfg.cluster.kernel,
+                              fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
+    client_ref: list = []
+    pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"
+    manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),
+                      on_done=lambda info, seq: client_ref[0].on_done(info, seq),
+                      make_sequence=sharing_sequence if cfg.cluster.prefix_cache
+                      else plain_sequence, loads=loads,
+                      on_dispatch=(lambda info, seq: client_ref[0].on_dispatch(info, seq))
+                      if pipelined else None)
+    manager_ref.append(manager)
+
+    foreground = [sum(1 for a in apps if not a.background)]
+    finished: list = []
+    all_done = env.event()
+
+    def on_app_done(run) -> None:
+        finished.append(run)
+        if not run.app.background:
+            foreground[0] -= 1
+            if foreground[0] == 0:
+                all_done.succeed()
+
+    uid = itertools.count()
+    network = Network(cfg.network, np.random.default_rng(streams[1]))
+    if cfg.client.kind == "parrot":
+        client = ParrotClient(env, cfg.client, network, manager.arrive, on_app_done,
+                              lambda: next(uid), notify_engine=lambda i: engines[i].notify())
+    else:
+        client = LangChainClient(env, cfg.client, network, manager.arrive, on_app_done,
+                                 lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache)
+    client_ref.append(client)
+    for app in apps:
+        client.start(app)
+    if foreground[0]:
+        env.run(until=all_done)
+    else:
+        env.run()
+    result = _result(apps, finished, client, engines, profile.model.kv_bytes_per_token
+                     * cfg.cluster.block_size, env.now)
+    result.events = next(env._eid)  # SimPy's event counter
+    return result
+
+
+def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
+    """A sequence that forks the engine's cached context of its shared prefix (submitting the
+    prefix fill first when the engine does not hold the prefix yet)."""
+    seq = plain_sequence(info, engine)
+    if info.shared_prefix is None or not 0 < info.shared_tokens < info.prompt_len:
+        return seq
+    parent, fill = engine.prefix_cache.acquire(info.shared_prefix, info.shared_tokens,
+                                               engine.env.now)
+    if fill is not None:
+        fill.engine_id = engine.engine_id
+        engine.submit(fill)
+    seq.prefix_ctx = parent
+    seq.cached_len = seq.filled = info.shared_tokens
+    return seq
+
+
+def _result(apps: list[App], finished: list, client,
+            engines: list[Engine], bytes_per_block: float, end: float) -> RunResult:
+    ends = {r.app.app_id: r.end for r in finished}
+    app_rows = [{
+        "app_id": a.app_id, "kind": a.kind, "background": a.background, "arrival": a.arrival,
+        "end": ends.get(a.app_id, float("nan")), "calls": len(a.calls),
+    } for a in apps]
+    app_df = pd.DataFrame(app_rows, columns=["app_id", "kind", "background", "arrival", "end",
+                                             "calls"])
+    app_df["latency"] = app_df["end"] - app_df["arrival"]
+    calls = call_table(client.requests)
+    engine_df = engine_table(engines, bytes_per_block, end)
+    return RunResult(calls, app_df, engine_df, summarize(calls, app_df, engine_df))

@@ -1,0 +1,174 @@
+"""The results store: one directory per run, keyed by a hash of everything that decides its result.
+
+Layout under the output directory ``OUT``::
+
+    OUT/runs/<key>/calls.parquet     per-call table (see parrotsim.sim.model.metrics)
+    OUT/runs/<key>/apps.parquet      per-app table
+    OUT/runs/<key>/engines.parquet   per-engine table
+    OUT/runs/<key>/config.json       the fully-defaulted RunConfig, profile hash and version
+    OUT/runs/<key>/error.txt         the traceback, for a failed run
+    OUT/runs/<key>/summary.json      status, metrics, error; written last (the completion marker)
+
+A worker writes every file into a private staging directory ``OUT/runs/.tmp-<key>-...`` and
+renames it to ``<key>`` when all files are complete, so a run directory is either absent or
+whole; a run directory without ``summary.json`` (from another tool, or damaged) counts as absent
+and is replaced. A killed worker leaves only a staging directory, which nothing reads and which
+is removed once its process is gone. Only runs with ``status: ok`` are cache hits; failed runs
+are retried.
+
+The key is ``sha256`` over the sorted-key JSON of the run's ``model_dump(mode="json")``, the
+content hash of its cost profile and ``sim.__version__`` (first 16 hex digits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import socket
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+from parrotsim import __version__
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.model.profile import profile_hash
+
+MARKER = "summary.json"
+TABLES = ("calls", "apps", "engines")
+
+
+def run_key(config: RunConfig) -> str:
+    """The cache key of one run (see module docstring)."""
+    payload = {"config": config.model_dump(mode="json"),
+               "profile": profile_hash(config.cluster.profile), "version": __version__}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_record(runs_dir: Path, key: str) -> dict[str, Any] | None:
+    """The ``summary.json`` record of a complete run, or None when the run is not (yet) stored."""
+    path = Path(runs_dir) / key / MARKER
+    try:
+        record = json.loads(path.read_text())
+        record["metrics"] = {k: math.nan if v is None else v
+                             for k, v in record["metrics"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return record if record.get("status") in ("ok", "failed") else None
+
+
+def execute(key: str, config: dict[str, Any], runs_dir: str) -> dict[str, Any]:
+    """Run one simulation, store its tables under ``runs_dir/key`` and return its small record.
+
+    This is the unit of work every backend ships to a worker. A run that raises is stored and
+    returned with ``status: failed`` and its traceback; it never raises itself.
+    """
+    start = time.perf_counter()
+    result = None
+    try:
+        result = simulate(RunConfig.model_validate(config))
+        status, metrics, error = "ok", dict(result.summary), ""
+    except Exception:
+        status, metrics, error = "failed", {}, traceback.format_exc()
+    record = {"key": key, "status": status, "metrics": metrics, "error": error,
+              "elapsed_s": time.perf_counter() - start}
+    try:
+        write_run(Path(runs_dir), key, config, result, record)
+    except Exception:
+        record.update(status="failed", metrics={},
+                      error="could not store the run:\n" + traceback.format_exc())
+    return record
+
+
+def write_run(runs_dir: Path, key: str, config: dict[str, Any], result: Any,
+              record: dict[str, Any]) -> None:
+    """Write a run's files into a staging directory, then publish it as ``runs_dir/key``."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    stage = runs_dir / f".tmp-{key}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    stage.mkdir()
+    try:
+        if result is not None:
+            for name in TABLES:
+                getattr(result, name).to_parquet(stage / f"{name}.parquet", index=False,
+                                                  compression="zstd")
+        meta = {"config": config, "profile_hash": profile_hash(config["cluster"]["profile"]),
+                "version": __version__}
+        (stage / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        if record["error"]:
+            (stage / "error.txt").write_text(record["error"])
+        stored = dict(record, metrics={k: None if isinstance(v, float) and math.isnan(v) else v
+                                       for k, v in record["metrics"].items()})
+        (stage / MARKER).write_text(json.dumps(stored, indent=1))
+        _publish(stage, runs_dir / key)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _publish(stage: Path, final: Path) -> None:
+    """Rename ``stage`` to ``final``, moving aside whatever is there (a stale or older run)."""
+    for _ in range(5):
+        try:
+            os.rename(stage, final)
+            return
+        except OSError:
+            if not final.exists():
+                raise
+        old = final.with_name(f".old-{final.name}-{uuid.uuid4().hex[:8]}")
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(final, old)
+        shutil.rmtree(old, ignore_errors=True)
+    raise OSError(f"could not publish {final}")
+
+
+def clean_stale(runs_dir: Path) -> int:
+    """Remove staging directories left by killed workers of this host; returns how many."""
+    host, removed = socket.gethostname(), 0
+    if not runs_dir.is_dir():
+        return 0
+    for entry in runs_dir.iterdir():
+        if entry.name.startswith(".old-"):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        if not entry.name.startswith(".tmp-"):
+            continue
+        parts = entry.name.split("-")
+        try:
+            entry_host, pid = "-".join(parts[2:-2]), int(parts[-2])
+        except (IndexError, ValueError):
+            continue
+        if entry_host == host and not _alive(pid):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``path`` through a temporary file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+    try:
+        if isinstance(data, str):
+            tmp.write_text(data)
+        else:
+            tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,132 @@
+"""Client-side orchestration, as LangChain drove the baselines.
+
+A call is sent as soon as every input it references has reached the client: calls without
+dependencies go out when the app arrives (a map fan-out is sent concurrently), a dependent call
+waits until its producers' outputs came back. Every call pays one round trip, half on the way in
+and half on the way out. The app ends when all of its final outputs are back at the client.
+
+Each call's round trip is drawn when its app is registered (in app order, then call order), so
+two policies compared under one seed give every call the same round trip whatever the order in
+which the calls are sent (common random numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import simpy
+from pydantic import Field
+
+from parrotsim.core.config import StrictConfig
+from parrotsim.sim.model.cluster_policy import CallInfo
+from parrotsim.sim.model.network import Network
+from parrotsim.sim.model.request import CallRequest
+from parrotsim.sim.model.sequence import Sequence
+from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
+from parrotsim.workloads.prefix_hash import shared_prefix
+
+
+class LangChainClientConfig(StrictConfig):
+    """``chat_template_tokens`` are added to every prompt (FastChat's Vicuna template)."""
+
+    kind: Literal["langchain"] = "langchain"
+    chat_template_tokens: int = Field(default=0, ge=0)
+
+
+class AppRun:
+    """Progress of one app at its client."""
+
+    __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent",
+                 "rtts")
+
+    def __init__(self, app: App, seq: int, rtts: list[float]) -> None:
+        self.app = app
+        self.seq = seq
+        self.rtts = dict(zip([c.name for c in app.calls], rtts, strict=True))  # seconds
+        self.lengths = var_lengths(app)
+        self.missing: dict[str, int] = {}
+        self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
+        if len(app.calls) == 1:  # a lone call waits for nothing (validation saw to that)
+            self.missing[app.calls[0].name] = 0
+        else:
+            producers = {c.output: c.name for c in app.calls}
+            for c in app.calls:
+                deps = call_dependencies(app, c, producers)
+                self.missing[c.name] = len(deps)
+                for d in deps:
+                    self.consumers.setdefault(d, []).append(c)
+        self.outputs_left = set(app.outputs)
+        self.end = -1.0
+        self.sent = 0
+
+
+class LangChainClient:
+    """Drives apps call by call from the client side (see module docstring)."""
+
+    def __init__(self, env: simpy.Environment, cfg: LangChainClientConfig, network: Network,
+                 submit: Callable[[CallInfo], None], on_app_done: Callable[[AppRun], None],
+                 next_uid: Callable[[], int], share_prefixes: bool = False) -> None:
+        self.env = env
+        self.cfg = cfg
+        self.network = network
+        self.submit = submit
+        self.on_app_done = on_app_done
+        self.next_uid = next_uid
+        self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
+        self.requests: list[CallRequest] = []
+        self.apps = 0
+
+    def start(self, app: App) -> None:
+        """Register ``app``: its calls without dependencies are sent at its arrival time."""
+        network = self.network
+        run = AppRun(app, self.apps, [network.rtt() for _ in app.calls])
+        self.apps += 1
+        sent = max(app.arrival, self.env.now)
+        for call in app.calls:
+            if run.missing[call.name] == 0:
+                self._send(run, call, sent)
+
+    def _send(self, run: AppRun, call: Call, sent: float | None = None) -> None:
+        """Send ``call`` at ``sent`` (default: now); it reaches the service half a round trip
+        later."""
+        app = run.app
+        prompt = prompt_tokens(app, call, run.lengths) + self.cfg.chat_template_tokens
+        uid = self.next_uid()
+        req = CallRequest(uid, app.app_id, app.kind, call.name, prompt, call.output_tokens,
+                          context=(run, call))
+        info = CallInfo(uid, app.app_id, run.seq, call.name, prompt, call.output_tokens,
+                        max_requests=call.hints.max_requests_per_engine, payload=req)
+        if self.share_prefixes:
+            shared = shared_prefix(app, call)
+            if shared is not None:
+                info.shared_prefix, info.shared_tokens = shared
+        req.rtt = run.rtts[call.name]
+        req.sent = self.env.now if sent is None else sent
+        run.sent += 1
+        self.requests.append(req)
+        self.env.timeout(req.sent - self.env.now + req.rtt / 2).callbacks.append(
+            lambda _e: self.submit(info))
+
+    def on_done(self, info: CallInfo, seq: Sequence) -> None:
+        """The engine finished the call: its output travels back to the client. When no call
+        waits for it, nothing happens on its arrival but bookkeeping, so no event is needed."""
+        req = info.payload
+        run, call = req.context
+        if call.name in run.consumers:
+            self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._receive(req))
+        else:
+            self._receive(req, self.env.now + req.rtt / 2)
+
+    def _receive(self, req: CallRequest, at: float | None = None) -> None:
+        req.returned = self.env.now if at is None else at
+        run, call = req.context
+        for consumer in run.consumers.get(call.name, ()):
+            run.missing[consumer.name] -= 1
+            if run.missing[consumer.name] == 0:
+                self._send(run, consumer)
+        if call.output in run.outputs_left:
+            run.outputs_left.discard(call.output)
+            run.end = max(run.end, req.returned)
+            if not run.outputs_left:
+                self.on_app_done(run)

@@ -1,0 +1,270 @@
+"""Iteration time of an engine from a cost profile.
+
+``iteration_time`` composes the profile's curves for one iteration (continuous batching runs
+prompt chunks and decode tokens together):
+
+    t = runtime.overhead + runtime.scale * (overhead + linear(tokens)
+          + max(prefill_attention(sum new*(ctx + (new+1)/2)), slowest chunk on the optional
+                prefill_attention_grid)
+          + paged(decodes, KV tokens read by the paged kernel) + per_seq * decodes
+          + sum over shared-prefix groups of shared_prefix(prefix, group size))
+
+(an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead).
+
+``paged(n, kv)`` is the profile's ``decode_paged`` curve at ``kv`` or, when the profile has a
+``decode_paged_grid`` (sequences x KV tokens per sequence), that grid at ``n`` sequences and
+their *mean* context ``kv / n``: linear in the context between grid columns, log-log in the
+sequence count between grid rows. A heterogeneous batch is thus costed as ``n`` sequences of
+its mean length (the split-KV kernel's work is the total KV read, spread over ``n`` rows of
+programs); at a fixed ``n`` the time stays piecewise linear in ``kv``, which keeps the
+decode-stretch closed form below exact.
+
+With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
+by the shared kernel; with the paged kernel every sequence reads its whole context.
+Curves are interpolated linearly between measured points and extended linearly past the ends
+(the paged grid: linearly past its contexts, log-log past its largest sequence count);
+every evaluation past the measured range is counted in :attr:`CostModel.extrapolated`, which
+runs report, so extrapolation is never silent.
+
+``decode_stretch`` describes ``k`` consecutive decode-only iterations (each step every sequence
+reads one more token) whose total length has a closed form, so the engine can fast-forward
+through them in one event; a stretch of one step is exactly one stepped iteration.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+import numpy as np
+
+from parrotsim.sim.model.curves import NO_TIME, Interp, PagedRows, bilinear
+from parrotsim.sim.model.profile import PagedGrid, Profile
+from parrotsim.sim.model.sequence import Batch
+
+SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
+
+
+class CostModel:
+    """Per-iteration time (seconds) of one engine running ``runtime`` with ``profile``."""
+
+    def __init__(self, profile: Profile, runtime: str = "vllm",
+                 prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None) -> None:
+        """``prefill_memo`` may be shared by the cost models of one profile (the engines of a
+        run): it maps a lone prompt chunk to its attention time and extrapolation count."""
+        c = profile.curves
+        rt = profile.runtime(runtime)
+        self.profile = profile
+        self.scale = rt.scale
+        self.fixed = rt.overhead_s
+        self.prefill_scale = rt.prefill_scale
+        self.prefill_fixed = rt.prefill_overhead_s
+        self.overhead = c.iteration_overhead_s
+        self.per_seq = c.decode_per_seq_s
+        self._linear = Interp.of(c.linear)
+        self._paged = Interp.of(c.decode_paged)
+        #: sequence count -> (the paged kernel's seconds vs KV tokens, the decode step's
+        #: KV-independent seconds, whether that count is past the linear curve): a plain dict,
+        #: the fastest lookup; a row is built once per sequence count by :meth:`_decode_row`
+        self._decode_rows: dict[int, tuple[Interp, float, bool]] = {}
+        self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
+        self._prefill = Interp.of(c.prefill_attention)
+        self._shared = c.shared_prefix
+        self._prefill_grid = c.prefill_attention_grid
+        self._prefill_memo = {} if prefill_memo is None else prefill_memo
+        self.extrapolated = 0
+
+    def _count(self, interp: Interp, x: float) -> None:
+        if x < interp.lo or x > interp.hi:
+            self.extrapolated += 1
+
+    def _decode_row(self, n_seqs: int) -> tuple[Interp, float, bool]:
+        lin = self._linear
+        base = self.overhead + lin.scalar(n_seqs) + self.per_seq * n_seqs
+        row = self._decode_rows[n_seqs] = (self._paged_table.row(n_seqs), base,
+                                           not lin.lo <= n_seqs <= lin.hi)
+        return row
+
+    def paged_time(self, n_seqs: int, kv_tokens: float) -> float:
+        """Seconds of paged decode attention for ``n_seqs`` decodes reading ``kv_tokens`` (no
+        per-sequence cost, no runtime terms; counted if extrapolated)."""
+        try:
+            interp = self._decode_rows[n_seqs][0]
+        except KeyError:
+            interp = self._decode_row(n_seqs)[0]
+        self._count(interp, kv_tokens)
+        return interp.scalar(kv_tokens)
+
+    def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
+        """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
+        total = 0.0
+        for prefix, n in groups:
+            total += bilinear(self._shared, prefix, n)
+        return total
+
+    def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
+        """Seconds of prefill attention for prompt chunks ``(new tokens, context tokens)``.
+
+        A lone chunk's time is remembered (prompt lengths repeat across a trace's calls),
+        together with the extrapolations it counted, which a repeat counts again."""
+        if len(chunks) != 1:
+            return self._prefill_attention(chunks)
+        key = chunks[0]
+        try:
+            t, counted = self._prefill_memo[key]
+        except KeyError:
+            before = self.extrapolated
+            t = self._prefill_attention(chunks)
+            counted = self.extrapolated - before
+            self._prefill_memo[key] = (t, counted)
+            return t
+        self.extrapolated += counted
+        return t
+
+    def _prefill_attention(self, chunks: list[tuple[int, int]]) -> float:
+        work = sum(n * (ctx + (n + 1) / 2) for n, ctx in chunks)
+        self._count(self._prefill, work)
+        t = self._prefill.scalar(work)
+        g = self._prefill_grid
+        if g is not None:  # no faster than the slowest chunk alone
+            for n, ctx in chunks:
+                if not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1]):
+                    self.extrapolated += 1
+                t = max(t, bilinear(g, n, ctx, extend_y=True))
+        return t
+
+    def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
+                       shared_tokens: int = 0) -> float:
+        """Seconds for one iteration of ``batch``.
+
+        ``shared`` lists the shared-prefix groups among the decodes and ``shared_tokens`` the
+        prefix tokens they cover (read once per group instead of once per sequence).
+        """
+        decodes = batch.decodes
+        kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
+        if not batch.prefills:
+            return self.decode_stretch(len(decodes), kv, 0, shared or []).duration(1)
+        tokens = len(decodes)
+        chunks = []
+        for seq, n in batch.prefills:
+            tokens += n
+            chunks.append((n, seq.kv_tokens - n))
+        self._count(self._linear, tokens)
+        t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(chunks)
+        if decodes:
+            t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
+            if shared:
+                t += self.shared_prefix_time(shared)
+        return self.prefill_fixed + self.prefill_scale * t
+
+    def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
+                       shared: list[SharedGroup]) -> DecodeStretch:
+        """Consecutive decode-only iterations of ``n_seqs`` sequences: step ``j`` reads
+        ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
+        prefixes once each."""
+        try:
+            paged, base, linear_extrapolated = self._decode_rows[n_seqs]
+        except KeyError:
+            paged, base, linear_extrapolated = self._decode_row(n_seqs)
+        if linear_extrapolated:
+            self.extrapolated += 1
+        if kv_tokens < paged.lo or kv_tokens > paged.hi:
+            self.extrapolated += 1
+        if shared:
+            base += self.shared_prefix_time(shared)
+        return DecodeStretch(self, base, kv_tokens, kv_growth, paged)
+
+    def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
+                     shared: list[SharedGroup], steps: int) -> np.ndarray:
+        """Durations (s) of ``steps`` decode-only iterations, one by one (for tests, plots)."""
+        stretch = self.decode_stretch(n_seqs, kv_tokens, kv_growth, shared)
+        return np.array([stretch.step(j) for j in range(steps)])
+
+
+class DecodeStretch:
+    """Durations of consecutive decode-only iterations whose KV reads grow linearly.
+
+    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))``. The paged curve (at
+    the stretch's fixed sequence count) is piecewise linear, so the durations form an
+    arithmetic series on each segment and the length of ``k`` steps has a closed form: a
+    stretch of thousands of iterations costs a few float operations. It equals the sum of the
+    single steps up to float rounding (< 1 ns).
+    """
+
+    __slots__ = ("cm", "base", "kv0", "growth", "paged", "first", "_a0", "_b0", "_n0")
+
+    def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
+                 paged: Interp) -> None:
+        self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
+        # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
+        # for j < n0.
+        xs, ys, last = paged.xs, paged.ys, paged.last
+        seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
+        slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+        self._a0 = cm.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
+        #: duration of step 0 (s)
+        self.first = self._a0
+        self._b0 = cm.scale * slope * growth
+        if seg == last or growth <= 0:
+            self._n0 = 1 << 62
+        else:
+            self._n0 = max(1, math.ceil((xs[seg + 1] - kv0) / growth))
+
+    def step(self, j: int) -> float:
+        """Duration of step ``j`` (0-based)."""
+        cm = self.cm
+        return cm.fixed + cm.scale * (self.base + self.paged.scalar(self.kv0 + self.growth * j))
+
+    def duration(self, steps: int) -> float:
+        """Total duration of the first ``steps`` steps."""
+        if steps == 1 or self.growth == 0:
+            return steps * self.first
+        interp = self.paged
+        last_kv = self.kv0 + self.growth * (steps - 1)
+        if last_kv > interp.hi or last_kv < interp.lo:
+            self.cm.extrapolated += 1
+        if steps <= self._n0:
+            return steps * self._a0 + self._b0 * (steps - 1) * steps / 2
+        return self._segments(steps)
+
+    def _segments(self, steps: int) -> float:
+        """:meth:`duration` summed segment by segment of the paged curve."""
+        cm, interp = self.cm, self.paged
+        xs, ys, last = interp.xs, interp.ys, interp.last
+        total, j = 0.0, 0
+        seg = min(max(bisect_right(xs, self.kv0) - 1, 0), last)
+        while j < steps:
+            if seg < last:
+                end = min(steps, max(j + 1, math.ceil((xs[seg + 1] - self.kv0) / self.growth)))
+            else:
+                end = steps
+            slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+            a = cm.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
+            b = cm.scale * slope * self.growth
+            n = end - j
+            total += n * a + b * (j + end - 1) * n / 2
+            j = end
+            seg = min(seg + 1, last)
+        return total
+
+    def steps_until(self, elapsed: float, limit: int) -> int:
+        """The first step count ``j`` in ``[1, limit]`` whose steps last at least ``elapsed``."""
+        # Steps never get shorter, so elapsed / first step bounds the answer from above, and
+        # it is usually exact: search only below that guess.
+        guess = min(limit, max(1, math.ceil(elapsed / self.first)))
+        if guess == 1 or self.duration(guess - 1) < elapsed:
+            return guess
+        lo, hi = 0, guess - 1  # duration(lo) < elapsed <= duration(hi), duration(0) = 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.duration(mid) >= elapsed:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
+def paged_grid_time(grid: PagedGrid, n_seqs: int, kv_tokens: float) -> float:
+    """Seconds of ``grid`` for ``n_seqs`` decodes reading ``kv_tokens`` in all, by the cost
+    model's rule (for fitting and plots; the cost model caches its rows instead)."""
+    return PagedRows(grid, NO_TIME).row(n_seqs).scalar(kv_tokens)

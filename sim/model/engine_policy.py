@@ -1,0 +1,72 @@
+"""What an engine batching policy sees and decides.
+
+An engine holds a FIFO ``waiting`` queue and a ``running`` list of :class:`~parrotsim.sim.model.sequence.Sequence`
+plus its :class:`~parrotsim.sim.model.kv_cache.KVCache`. Each iteration the engine asks its policy for a
+:class:`~parrotsim.sim.model.sequence.Batch`; the policy admits, allocates KV, preempts and picks work, mutating
+the plain-Python state but never touching time. That keeps policies testable on hand-built
+states. ``stable_decode_steps`` tells the engine how many identical decode-only iterations follow,
+so it can fast-forward them in one event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from parrotsim.core.config import StrictConfig
+from parrotsim.core.registry import Registry
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.sequence import Batch, Sequence
+
+
+class EngineState:
+    """The mutable state of one engine that policies act on."""
+
+    __slots__ = ("waiting", "running", "kv")
+
+    def __init__(self, kv: KVCache) -> None:
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.kv = kv
+
+
+class EnginePolicy:
+    """Base class of engine batching policies."""
+
+    #: whether the iteration that completes a prompt also emits the first output token
+    prefill_emits_token: ClassVar[bool] = True
+    #: times the policy had to hold work back or recompute for lack of KV blocks where the real
+    #: engine had no such check (Parrot's engine crashed: the report marks such runs as out of
+    #: memory); policies whose real engine handles it (vLLM's preemption) leave it at 0
+    memory_stalls: int = 0
+
+    def accept(self, seq: Sequence) -> None:
+        """Called when ``seq`` arrives at the engine, before it joins the waiting queue."""
+
+    def schedule(self, state: EngineState) -> Batch:
+        """Choose the next iteration's work (may admit, allocate and preempt)."""
+        raise NotImplementedError
+
+    def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
+        """How many decode-only iterations, starting with ``batch`` (already allocated), run
+        with the same sequences if nothing arrives: at least 1."""
+        return 1
+
+
+class EnginePolicyConfig(StrictConfig):
+    """Config of an engine policy; ``policy`` is the tag the YAML uses."""
+
+    policy: str
+    runtime: ClassVar[str] = "vllm"
+
+    def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
+        """Blocks of the engine's KV cache given the memory left after weights (tokens)."""
+        return max(1, capacity_tokens // block_size)
+
+    def make(self) -> EnginePolicy:
+        raise NotImplementedError
+
+
+ENGINE_POLICIES = Registry("engine policy", "policy")
+#: class decorator: make an engine policy config available under its ``policy`` tag
+register_engine_policy = ENGINE_POLICIES.register

@@ -1,0 +1,131 @@
+"""Per-call, per-app and per-engine records of a run, and its summary metrics.
+
+Units: seconds for times and latencies, milliseconds for per-token metrics, GB (1e9 bytes)
+for memory. Metric names match the report's ids where they overlap:
+
+* ``mean_jct`` / ``p90_jct``: app completion time (end at the client minus arrival), foreground
+  apps only;
+* ``mean_request_latency``: a call's latency from the client's send to its output's return;
+* ``normalized_latency``: mean over calls of latency / output tokens (ms per token);
+* ``latency_per_output_token``: mean over calls of (finish - first token) / (output - 1), in ms
+  (the paper's TPOT);
+* ``chat_decode_time``: the same restricted to calls of ``chat`` apps, and
+  ``chat_normalized_latency`` the normalized latency of those calls;
+* ``mean_engine_latency``: from a call's arrival at its engine to its last token (the Bing
+  benchmark's per-request latency);
+* ``mean_jct_<kind>``: mean completion time of the foreground apps of each kind;
+* ``peak_kv_memory``: largest KV memory any engine held (GB), ``peak_kv_fraction`` the largest
+  share of an engine's KV blocks in use (1.0: the run hit the memory ceiling);
+* ``throughput``: output tokens per second over the run;
+* ``memory_stalls``: times an engine policy held work back for lack of KV blocks where the real
+  engine had no such check (see ``EnginePolicy.memory_stalls``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from parrotsim.sim.model.engine import Engine
+from parrotsim.sim.model.request import CallRequest
+
+CALL_COLUMNS = [
+    "app_id", "app_kind", "call", "engine", "sent", "arrived", "dispatched", "engine_arrived",
+    "admitted", "first_token", "last_fill", "finished", "returned", "prompt_len", "cached_len",
+    "output_len", "preemptions",
+]
+
+
+@dataclass
+class RunResult:
+    """Tables and summary of one run."""
+
+    calls: pd.DataFrame
+    apps: pd.DataFrame
+    engines: pd.DataFrame
+    summary: dict[str, float]
+    events: int = 0  # SimPy events processed (for the speed benchmark)
+
+
+def call_table(requests: list[CallRequest]) -> pd.DataFrame:
+    """One row per call, in send order."""
+    rows = []
+    for r in requests:
+        s = r.seq
+        rows.append((
+            r.app_id, r.app_kind, r.call, r.engine, r.sent, r.arrived, r.dispatched,
+            s.arrived if s else -1.0, s.admitted if s else -1.0, s.first_token if s else -1.0,
+            s.last_fill if s else -1.0, s.finished if s else -1.0, r.returned, r.prompt_len, s.cached_len if s else 0,
+            r.output_len, s.preemptions if s else 0,
+        ))
+    return pd.DataFrame(rows, columns=CALL_COLUMNS)
+
+
+def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> pd.DataFrame:
+    """One row per engine: busy time, iterations, mean batch, peak KV blocks and GB."""
+    rows = []
+    for e in engines:
+        rows.append({
+            "engine": e.engine_id,
+            "busy_time": e.busy_time,
+            "utilization": e.busy_time / end if end > 0 else 0.0,
+            "iterations": e.iterations,
+            "mean_batch": e.batched_seqs / e.iterations if e.iterations else 0.0,
+            "kv_blocks": e.kv.num_blocks,
+            "peak_kv_blocks": e.kv.peak_blocks,
+            "peak_kv_gb": e.kv.peak_blocks * bytes_per_block / 1e9,
+            "extrapolated": e.cost.extrapolated,
+            "memory_stalls": e.policy.memory_stalls,
+        })
+    return pd.DataFrame(rows)
+
+
+def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) -> dict[str, float]:
+    """The run's headline metrics (see module docstring for units)."""
+    fg = apps[~apps["background"]]
+    done = calls[calls["returned"] >= 0]
+    latency = done["returned"] - done["sent"]
+    multi = done[done["output_len"] > 1]
+    tpot = (multi["finished"] - multi["first_token"]) / (multi["output_len"] - 1)
+    chat = multi[multi["app_kind"] == "chat"]
+    chat_tpot = (chat["finished"] - chat["first_token"]) / (chat["output_len"] - 1)
+    chat_all = done[done["app_kind"] == "chat"]
+    makespan = float(apps["end"].max() - apps["arrival"].min()) if len(apps) else 0.0
+    by_kind = {f"mean_jct_{kind}": _mean(group["latency"])
+               for kind, group in fg.groupby("kind", sort=True)}
+    return {
+        "apps": float(len(fg)),
+        "calls": float(len(done)),
+        "mean_jct": _mean(fg["latency"]),
+        "p50_jct": _q(fg["latency"], 0.5),
+        "p90_jct": _q(fg["latency"], 0.9),
+        "p99_jct": _q(fg["latency"], 0.99),
+        "mean_request_latency": _mean(latency),
+        "normalized_latency": _mean(latency / done["output_len"]) * 1e3,
+        "latency_per_output_token": _mean(tpot) * 1e3,
+        "chat_decode_time": _mean(chat_tpot) * 1e3,
+        "chat_normalized_latency": _mean((chat_all["returned"] - chat_all["sent"])
+                                         / chat_all["output_len"]) * 1e3,
+        "mean_engine_latency": _mean(done["finished"] - done["engine_arrived"]),
+        "mean_ttft": _mean(done["first_token"] - done["engine_arrived"]),
+        "throughput": float(done["output_len"].sum()) / makespan if makespan > 0 else 0.0,
+        "makespan": makespan,
+        "peak_kv_memory": float(engines["peak_kv_gb"].max()) if len(engines) else 0.0,
+        "peak_kv_fraction": float((engines["peak_kv_blocks"] / engines["kv_blocks"]).max())
+        if len(engines) else 0.0,
+        "preemptions": float(done["preemptions"].sum()),
+        "mean_batch": _mean(engines["mean_batch"]),
+        "extrapolated": float(engines["extrapolated"].sum()),
+        "memory_stalls": float(engines["memory_stalls"].sum()),
+        **by_kind,
+    }
+
+
+def _mean(s: pd.Series) -> float:
+    return float(s.mean()) if len(s) else float("nan")
+
+
+def _q(s: pd.Series, q: float) -> float:
+    return float(np.quantile(s.to_numpy(), q)) if len(s) else float("nan")

@@ -1,0 +1,91 @@
+"""Per-engine cache of shared prefix contexts (Parrot's ``cache_prefix``, vLLM-style sharing).
+
+The first call dispatched to an engine with a shared prefix (say a GPTs app's system prompt)
+makes the cache create an empty parent context and submit a *prefix fill*: a helper sequence
+that fills the prefix tokens and generates nothing. When it completes its tokens move into the
+parent, which becomes ``ready``; every call with that prefix forks the parent, skips filling
+those tokens and shares their KV blocks. The cache holds one reference on each parent; it drops
+it when the last call using the prefix finished and ``ttl_s`` seconds passed without reuse
+(``ttl_s = 0``: at once, as the artifact freed contexts with their last user).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from parrotsim.sim.model.kv_cache import Context, KVCache
+from parrotsim.sim.model.sequence import Sequence
+
+_fill_uids = itertools.count(-1, -1)
+
+
+@dataclass(slots=True)
+class PrefixEntry:
+    """One cached prefix: its parent context, length and current users."""
+
+    key: str
+    tokens: int
+    ctx: Context
+    users: int = 0
+    idle_since: float = 0.0
+    hits: int = field(default=0)
+
+
+class PrefixCache:
+    """Shared prefix contexts of one engine; ``held`` mirrors the keys for the scheduler."""
+
+    def __init__(self, kv: KVCache, held: set[str], ttl_s: float = 0.0) -> None:
+        self.kv = kv
+        self.held = held
+        self.ttl_s = ttl_s
+        self.entries: dict[str, PrefixEntry] = {}
+        self.fills = 0
+
+    def acquire(self, key: str, tokens: int, now: float) -> tuple[Context, Sequence | None]:
+        """The parent context for ``key`` (one more user), and a fill sequence to submit first
+        when the prefix is new on this engine."""
+        self.evict(now)
+        entry = self.entries.get(key)
+        fill = None
+        if entry is None:
+            ctx = self.kv.create(key=key)
+            ctx.ready = False
+            entry = PrefixEntry(key, tokens, ctx)
+            self.entries[key] = entry
+            self.held.add(key)
+            fill = Sequence(next(_fill_uids), "prefix", key, tokens, 0, payload=entry)
+            self.fills += 1
+        else:
+            entry.hits += 1
+        entry.users += 1
+        return entry.ctx, fill
+
+    def filled(self, fill: Sequence) -> None:
+        """The fill sequence completed: its KV becomes the ready parent context."""
+        entry: PrefixEntry = fill.payload
+        self.kv.adopt(entry.ctx, fill.ctx)
+        fill.ctx = None
+        entry.ctx.ready = True
+
+    def release(self, key: str, now: float) -> None:
+        """A call using ``key`` finished."""
+        entry = self.entries[key]
+        entry.users -= 1
+        if entry.users == 0:
+            entry.idle_since = now
+            if self.ttl_s <= 0:
+                self._drop(entry)
+
+    def evict(self, now: float) -> None:
+        """Drop prefixes unused for longer than the time-to-live."""
+        if self.ttl_s <= 0:
+            return
+        for entry in [e for e in self.entries.values()
+                      if e.users == 0 and now - e.idle_since >= self.ttl_s]:
+            self._drop(entry)
+
+    def _drop(self, entry: PrefixEntry) -> None:
+        del self.entries[entry.key]
+        self.held.discard(entry.key)
+        self.kv.release(entry.ctx)

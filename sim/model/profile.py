@@ -1,0 +1,255 @@
+"""Cost profiles: the YAML files that tell the simulator how long an iteration takes on a GPU.
+
+A profile holds metadata (GPU, model shape, dtype, where its numbers come from) and measured or
+fitted curves, all in seconds for the *whole model* (every layer) of one engine:
+
+* ``linear``: GEMMs, norms and activations vs tokens processed in the iteration;
+* ``decode_paged``: paged decode attention vs KV tokens read by the whole batch; optionally
+  ``decode_paged_grid``: the same kernel vs (decode sequences, KV tokens per sequence), which
+  replaces the curve when given (see :class:`PagedGrid`);
+* ``shared_prefix``: the shared-prefix kernel's prefix part vs (prefix tokens, batch size);
+* ``prefill_attention``: prefill attention vs work = sum over chunks of new*(context+new/2);
+  optionally ``prefill_attention_grid``: one chunk alone vs (new tokens, context tokens), a floor;
+* ``iteration_overhead_s`` and per-runtime overheads (scheduler, sampling, Python) per iteration.
+
+:func:`load_profile` rejects a malformed file with a :class:`ProfileError` naming the file and
+the field. Shipped profiles live in ``calibrate/profiles/`` and are found by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from parrotsim.core.config import StrictConfig
+
+SCHEMA_VERSION = 1
+Source = Literal["measured", "projected", "fitted", "projected+fitted", "roofline"]
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used; the message names the file and the field."""
+
+
+class Curve(StrictConfig):
+    """A piecewise-linear curve through measured points ``(x, seconds)``, x strictly rising."""
+
+    x: list[float] = Field(min_length=2)
+    seconds: list[float] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _check(self) -> Curve:
+        if len(self.x) != len(self.seconds):
+            raise ValueError(f"x has {len(self.x)} points but seconds has {len(self.seconds)}")
+        if any(b <= a for a, b in zip(self.x, self.x[1:], strict=False)):
+            raise ValueError("x must be strictly increasing")
+        if any(s < 0 for s in self.seconds):
+            raise ValueError("seconds must be non-negative")
+        return self
+
+
+class Grid2D(StrictConfig):
+    """Seconds on a rectangular grid: ``seconds[i][j]`` at ``(x[i], y[j])``, bilinear between."""
+
+    x: list[float] = Field(min_length=2)
+    y: list[float] = Field(min_length=2)
+    seconds: list[list[float]]
+
+    @model_validator(mode="after")
+    def _check(self) -> Grid2D:
+        if len(self.seconds) != len(self.x) or any(len(r) != len(self.y) for r in self.seconds):
+            raise ValueError(f"seconds must be a {len(self.x)} x {len(self.y)} table")
+        for axis in (self.x, self.y):
+            if any(b <= a for a, b in zip(axis, axis[1:], strict=False)):
+                raise ValueError("grid axes must be strictly increasing")
+        return self
+
+
+class PagedGrid(Grid2D):
+    """Paged decode attention (whole model, seconds) vs ``x`` = decode sequences in the batch
+    and ``y`` = KV tokens read per sequence: ``seconds[i][j]`` at ``(x[i], y[j])``.
+
+    :class:`parrotsim.sim.model.costmodel.CostModel` interpolates linearly in ``y`` and log-log in ``x`` (at a
+    fixed context, time is close to a power of the sequence count), so every ``x`` must be at
+    least 1, every ``y`` non-negative and every value positive.
+    """
+
+    @model_validator(mode="after")
+    def _check_paged(self) -> PagedGrid:
+        if self.x[0] < 1:
+            raise ValueError("x (decode sequences) must be >= 1")
+        if self.y[0] < 0:
+            raise ValueError("y (KV tokens per sequence) must be >= 0")
+        if any(s <= 0 for row in self.seconds for s in row):
+            raise ValueError("seconds must be positive (interpolated in log space)")
+        return self
+
+
+class GpuSpec(StrictConfig):
+    """Datasheet (or measured) facts of the GPU."""
+
+    name: str
+    memory_gib: float = Field(gt=0)
+    hbm_tb_s: float = Field(gt=0)
+    bf16_tflops: float = Field(gt=0)
+
+
+class ModelSpec(StrictConfig):
+    """Shape of the LLaMA-style model the profile was made for."""
+
+    name: str
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    params: float = Field(gt=0)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """fp16/bf16 K and V of every layer for one token."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2
+
+    @property
+    def weight_bytes(self) -> float:
+        return 2 * self.params
+
+
+class Curves(StrictConfig):
+    """The curves :class:`parrotsim.sim.model.costmodel.CostModel` composes (whole model, seconds)."""
+
+    iteration_overhead_s: float = Field(ge=0)
+    linear: Curve
+    decode_paged: Curve
+    decode_per_seq_s: float = Field(default=0.0, ge=0)
+    #: optional (calibration; schema 1 compatible): the paged kernel vs (decode sequences, KV
+    #: tokens per sequence). When given it replaces ``decode_paged`` in the cost model (which
+    #: evaluates it at the batch's sequence count and mean context); ``decode_per_seq_s`` is
+    #: added either way
+    decode_paged_grid: PagedGrid | None = None
+    shared_prefix: Grid2D
+    prefill_attention: Curve
+    #: optional (calibration; schema 1 compatible): seconds of ONE prompt chunk's attention
+    #: run alone, on a grid of (new tokens, context tokens before the chunk). A chunk of few
+    #: new tokens over a long context keeps few multiprocessors busy, so when the grid is
+    #: given an iteration's prefill attention is the larger of ``prefill_attention`` of the
+    #: summed work and the slowest of its chunks on this grid
+    prefill_attention_grid: Grid2D | None = None
+
+
+class Runtime(StrictConfig):
+    """How a serving runtime (vLLM 0.1.4, Parrot's engine, HF transformers) differs from the
+    kernels: ``iteration_time = overhead_s + scale * model_time``, and for an iteration that
+    fills prompt tokens ``prefill_overhead_s + prefill_scale * model_time`` instead."""
+
+    overhead_s: float = Field(default=0.0, ge=0)
+    scale: float = Field(default=1.0, gt=0)
+    prefill_overhead_s: float = Field(default=0.0, ge=0)
+    prefill_scale: float = Field(default=1.0, gt=0)
+
+
+class Profile(StrictConfig):
+    """A cost profile (see module docstring)."""
+
+    schema_version: int
+    name: str
+    source: Source
+    description: str = ""
+    date: str = ""
+    fitted_to: list[str] = []
+    residuals: dict[str, float] = {}
+    environment: dict[str, str] = {}
+    gpu: GpuSpec
+    model: ModelSpec
+    dtype: Literal["fp16", "bf16"] = "fp16"
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    activation_reserve_gib: float = Field(default=2.0, ge=0)
+    curves: Curves
+    runtimes: dict[str, Runtime] = {}
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != SCHEMA_VERSION:
+            raise ValueError(f"unsupported schema_version {v}; this parrotsim reads "
+                             f"{SCHEMA_VERSION}")
+        return v
+
+    def kv_capacity_tokens(self) -> int:
+        """KV tokens that fit in GPU memory after weights and activations (vLLM's rule)."""
+        usable = self.gpu.memory_gib * 2**30 * self.gpu_memory_utilization
+        free = usable - self.model.weight_bytes - self.activation_reserve_gib * 2**30
+        return max(0, int(free // self.model.kv_bytes_per_token))
+
+    def runtime(self, name: str) -> Runtime:
+        return self.runtimes.get(name, Runtime())
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True)
+
+
+def parse_profile(text: str, origin: str) -> Profile:
+    """Validate YAML text into a :class:`Profile`; errors name ``origin`` and the field."""
+    try:
+        data = _yaml().load(text)
+    except Exception as exc:  # ruamel raises several parser error types
+        raise ProfileError(f"{origin}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{origin}: a profile must be a mapping")
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{origin}: {'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
+                 for e in exc.errors(include_url=False)]
+        raise ProfileError("\n".join(lines)) from None
+
+
+def shipped_profiles() -> dict[str, Path]:
+    """Names of the profiles shipped in ``calibrate/profiles`` and their paths."""
+    root = resources.files("parrotsim.calibrate.profiles")
+    return {p.name.removesuffix(".yaml"): Path(str(p)) for p in root.iterdir()
+            if p.name.endswith(".yaml")}
+
+
+@cache
+def load_profile(name_or_path: str) -> Profile:
+    """Load a shipped profile by name (``a100-80gb_llama-13b``) or a profile file by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        shipped = shipped_profiles()
+        if name_or_path not in shipped:
+            raise ProfileError(f"unknown profile {name_or_path!r}; shipped: "
+                               f"{', '.join(sorted(shipped))}")
+        path = shipped[name_or_path]
+    if not path.is_file():
+        raise ProfileError(f"{path}: no such profile file")
+    return parse_profile(path.read_text(), str(path))
+
+
+def profile_hash(name_or_path: str) -> str:
+    """Content hash of a profile (part of every run's cache key)."""
+    p = load_profile(name_or_path)
+    return hashlib.sha256(p.model_dump_json(exclude_none=True).encode()).hexdigest()[:16]
+
+
+def dump_profile(profile: Profile, path: Path) -> None:
+    """Write a profile as YAML (atomic replace)."""
+    from ruamel.yaml import YAML
+
+    y = YAML()
+    y.default_flow_style = None
+    y.width = 120
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as f:
+        y.dump(profile.model_dump(mode="json"), f)
+    tmp.replace(path)

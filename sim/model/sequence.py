@@ -1,0 +1,88 @@
+"""A call's state while it lives on an engine, and the batch an iteration runs.
+
+A :class:`Sequence` counts tokens: ``prompt_len`` prompt tokens of which ``cached_len`` are
+already in the KV cache through a forked prefix context (so they are never filled), ``filled``
+tokens of ``fill_target`` computed so far, ``generated`` output tokens out of ``output_len``.
+``fill_target`` is the prompt length, or prompt plus generated tokens after a preemption by
+recompute. The KV context ``ctx`` holds the sequence's own tokens; attention reads those plus the
+cached prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parrotsim.sim.model.kv_cache import Context
+
+
+class Sequence:
+    """One call being served by an engine (times in simulated seconds)."""
+
+    __slots__ = (
+        "uid", "app_id", "call", "order", "prompt_len", "cached_len", "output_len",
+        "fill_target", "filled", "generated", "ctx", "prefix_ctx", "max_requests", "arrived", "admitted",
+        "first_token", "finished", "preemptions", "payload", "engine_id", "last_fill",
+        "waiting_inputs",
+    )
+
+    def __init__(self, uid: int, app_id: str, call: str, prompt_len: int, output_len: int,
+                 order: tuple = (), cached_len: int = 0, prefix_ctx: Context | None = None,
+                 max_requests: int | None = None, payload: object = None) -> None:
+        self.uid = uid
+        self.app_id = app_id
+        self.call = call
+        self.order = order or (uid,)
+        self.prompt_len = prompt_len
+        self.cached_len = cached_len
+        self.output_len = output_len
+        self.fill_target = prompt_len
+        self.filled = cached_len
+        self.generated = 0
+        self.ctx: Context | None = None
+        self.prefix_ctx = prefix_ctx
+        self.max_requests = max_requests
+        self.arrived = -1.0
+        self.admitted = -1.0
+        self.first_token = -1.0
+        self.last_fill = -1.0  # end of the latest iteration that completed the prompt
+        self.waiting_inputs = 0  # producers still running (Parrot's pipelined dispatch)
+        self.finished = -1.0
+        self.preemptions = 0
+        self.payload = payload
+        self.engine_id = -1
+
+    @property
+    def to_fill(self) -> int:
+        """Prompt tokens (plus recomputed output tokens) still to be filled."""
+        return self.fill_target - self.filled
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens in this sequence's KV (cached prefix included); what its attention reads."""
+        return self.cached_len + (self.ctx.tokens if self.ctx is not None else 0)
+
+    @property
+    def remaining(self) -> int:
+        """Output tokens still to generate."""
+        return self.output_len - self.generated
+
+    def __repr__(self) -> str:
+        return (f"Sequence({self.app_id}/{self.call}, prompt={self.prompt_len}, "
+                f"filled={self.filled}, gen={self.generated}/{self.output_len})")
+
+
+@dataclass(slots=True)
+class Batch:
+    """What one iteration runs: prompt chunks to fill and sequences that decode one token."""
+
+    prefills: list[tuple[Sequence, int]] = field(default_factory=list)
+    decodes: list[Sequence] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.prefills and not self.decodes
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens processed by the linear layers this iteration."""
+        return sum(n for _, n in self.prefills) + len(self.decodes)

@@ -1,0 +1,72 @@
+"""PrefixHash keys at semantic-variable boundaries, shared prefixes and the prefix index."""
+
+from parrotsim.workloads.app import App, Call, Ref, Text, single_call_app
+from parrotsim.workloads.prefix_hash import PrefixIndex, prefix_keys, shared_prefix
+
+
+def refine_app(app_id: str, chunk: int = 100) -> App:
+    c = Call("refine", (Text("head", 40), Ref("prev"), Text("mid", 20), Ref("chunk")), "s", 50)
+    return App(app_id, 0.0, (c,), ("s",), inputs={"prev": 50, "chunk": chunk})
+
+
+def gpt(app_id: str, system: str = "gpts/prod/system", query: str = "q1") -> App:
+    return single_call_app(app_id, 0.0, (Text(system, 7437), Text(query, 7)), 704)
+
+
+def test_one_key_per_boundary_with_cumulative_lengths():
+    app = refine_app("a")
+    keys, lens = prefix_keys(app, app.calls[0])
+    assert len(keys) == 4 and len(set(keys)) == 4
+    assert lens == (40, 90, 110, 210)
+
+
+def test_equal_text_gives_equal_keys_across_apps():
+    k1, _ = prefix_keys(gpt("u1", query="q1"), gpt("u1").calls[0])
+    k2, _ = prefix_keys(gpt("u2", query="q2"), gpt("u2", query="q2").calls[0])
+    assert k1[0] == k2[0] and k1[1] != k2[1]  # same system prompt, different queries
+    k3, _ = prefix_keys(gpt("u3"), gpt("u3", system="gpts/image/system").calls[0])
+    assert k3[0] != k1[0] and k3[1] != k1[1]  # different constant text never matches later
+
+
+def test_refs_differ_across_apps_but_leading_text_is_shared():
+    a, b = refine_app("a"), refine_app("b")
+    ka, _ = prefix_keys(a, a.calls[0])
+    kb, _ = prefix_keys(b, b.calls[0])
+    assert ka[0] == kb[0]
+    assert all(x != y for x, y in zip(ka[1:], kb[1:], strict=True))
+    ka2, _ = prefix_keys(a, a.calls[0])
+    assert ka2 == ka  # deterministic
+
+
+def test_shared_prefix_is_the_leading_constant_run():
+    app = refine_app("a")
+    key, n = shared_prefix(app, app.calls[0])
+    assert n == 40 and key == prefix_keys(app, app.calls[0])[0][0]
+    g = gpt("u1")
+    assert shared_prefix(g, g.calls[0]) == (prefix_keys(g, g.calls[0])[0][0], 7437)
+    one = single_call_app("s", 0.0, (Text("sharegpt/1", 300),), 10)
+    assert shared_prefix(one, one.calls[0]) is None
+    three = single_call_app("t", 0.0, (Text("a", 10), Text("b", 20), Text("c", 5)), 10)
+    assert shared_prefix(three, three.calls[0])[1] == 30
+    starts_with_ref = App("r", 0.0, (Call("c", (Ref("x"), Text("t", 4)), "o", 3),), ("o",),
+                          inputs={"x": 5})
+    assert shared_prefix(starts_with_ref, starts_with_ref.calls[0]) is None
+
+
+def test_prefix_index():
+    idx = PrefixIndex()
+    idx.add_engine("k0", 1)
+    idx.add_engine("k1", 2)
+    idx.add_engine("k0", 3)
+    assert idx.engines("k0") == {1, 3} and idx.engines(None) == set()
+    assert idx.deepest(("k0", "k1", "k2")) == (1, {2})
+    assert idx.deepest(("zz",)) == (-1, set())
+    idx.remove_engine("k0", 1)
+    idx.remove_engine("k0", 3)
+    assert idx.engines("k0") == set()
+    idx.enqueue("k0", 7)
+    idx.enqueue("k0", 8)
+    idx.dequeue("k0", 7)
+    assert idx.queued("k0") == {8}
+    idx.dequeue("k0", 8)
+    assert idx.queued("k0") == set()
