@@ -49,7 +49,7 @@ class HfPolicy(EnginePolicy):
             state.running.append(seq)
             return Batch(prefills=[(seq, seq.fill_target)])
         seq = state.running[0]
-        state.kv.grow(seq.ctx, 1)
+        seq.allocate(state.kv, 1)
         return Batch(decodes=[seq])
 
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:

@@ -90,7 +90,6 @@ class ParrotEnginePolicy(EnginePolicy):
 
     def __init__(self, cfg: ParrotEngineConfig) -> None:
         self.cfg = cfg
-        self._gen: set[int] = set()  # uids running a Generate job
         self._parked: set[int] = set()  # uids waiting for their prefix context
         self._held: set[int] = set()  # uids the last walk held back
         self._unstable = False  # the last iteration held back for memory or preempted
@@ -110,21 +109,26 @@ class ParrotEnginePolicy(EnginePolicy):
         kv = state.kv
         return kv.blocks_for(n) if seq.ctx is None else kv.extra_blocks(seq.ctx, n)
 
-    def _settle(self, state: EngineState) -> None:
-        """Finished Fill jobs leave ``running``; their next job joins the waiting tail, as do
-        forked calls whose prefix became ready."""
-        running, done = [], []
-        for s in state.running:
-            (running if s.uid in self._gen else done).append(s)
-        state.running = running
-        self._gen = {s.uid for s in running}
-        if self._parked:
-            ready = [s for s in state.waiting if s.uid in self._parked and _ready(s)]
-            for s in ready:
-                state.waiting.remove(s)
-                self._parked.discard(s.uid)
-            done.extend(ready)
-        state.waiting.extend(done)
+    def on_iteration_end(self, state: EngineState, batch: Batch, steps: int,
+                         finished: list[Sequence]) -> None:
+        """Fill jobs that ran leave ``running``: their call's next job (the next chunk, or
+        the Generate) joins the waiting tail, in running order."""
+        if not batch.prefills:
+            return
+        filled = {id(s) for s, _ in batch.prefills}
+        done = [s for s in state.running if id(s) in filled]
+        if done:
+            state.running = [s for s in state.running if id(s) not in filled]
+            state.waiting.extend(done)
+
+    def _release_parked(self, state: EngineState) -> None:
+        """Forked calls whose prefix became ready (and calls whose inputs completed) join the
+        waiting tail."""
+        ready = [s for s in state.waiting if s.uid in self._parked and _ready(s)]
+        for s in ready:
+            state.waiting.remove(s)
+            self._parked.discard(s.uid)
+        state.waiting.extend(ready)
 
     def _admit(self, state: EngineState, dry: bool = False) -> list[tuple[Sequence, int]]:
         """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate)."""
@@ -168,7 +172,8 @@ class ParrotEnginePolicy(EnginePolicy):
 
     # ---- scheduling ----------------------------------------------------------------------
     def schedule(self, state: EngineState) -> Batch:
-        self._settle(state)
+        if self._parked:
+            self._release_parked(state)
         self._held, self._unstable = set(), False
         if self.cfg.scheduler == "tgi":
             batch = self._prefill_only(state)
@@ -191,9 +196,7 @@ class ParrotEnginePolicy(EnginePolicy):
         prefills = []
         for s in survivors:
             if s.uid in fill_n:
-                if s.ctx is None:
-                    s.ctx = kv.create(s.prefix_ctx)
-                kv.grow(s.ctx, fill_n[s.uid])
+                s.allocate(kv, fill_n[s.uid])
                 prefills.append((s, fill_n[s.uid]))
         decodes, short = [], []
         for s in survivors:
@@ -219,7 +222,6 @@ class ParrotEnginePolicy(EnginePolicy):
         state.running = [s for s in state.running if id(s) in ran]
         state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
         self._held = {s.uid for s in held}
-        self._gen = {s.uid for s in state.running if s.uid not in fill_n}
         return Batch(prefills=prefills, decodes=decodes)
 
     def _prefill_only(self, state: EngineState) -> Batch | None:
@@ -249,11 +251,8 @@ class ParrotEnginePolicy(EnginePolicy):
         state.running = []
         self._take(state, jobs)
         state.waiting.extendleft(reversed(gens))
-        self._gen = set()
         for s, n in jobs:
-            if s.ctx is None:
-                s.ctx = kv.create(s.prefix_ctx)
-            kv.grow(s.ctx, n)
+            s.allocate(kv, n)
         self._unstable = True
         return Batch(prefills=jobs)
 
@@ -276,24 +275,18 @@ class ParrotEnginePolicy(EnginePolicy):
             self.memory_stalls += 1
         while not fits() and victims:
             v = victims.pop()
-            kv.release(v.ctx)
-            v.ctx = None
-            v.filled = v.cached_len
-            v.fill_target = v.prompt_len + v.generated
-            v.preemptions += 1
+            v.preempt(kv)
             fill_n.pop(v.uid, None)
         if not fits():
             return [], []
         if seq in state.waiting:
             state.waiting.remove(seq)
             state.running.append(seq)
-        if seq.ctx is None:
-            seq.ctx = kv.create(seq.prefix_ctx)
         if n:
-            kv.grow(seq.ctx, n)
+            seq.allocate(kv, n)
             fill_n[seq.uid] = n
             return [(seq, n)], []
-        kv.grow(seq.ctx, 1)
+        seq.allocate(kv, 1)
         fill_n.pop(seq.uid, None)
         return [], [seq]
 

@@ -79,8 +79,7 @@ class VllmPolicy(EnginePolicy):
             if len(state.running) + 1 > cfg.max_num_seqs:
                 break
             state.waiting.popleft()
-            seq.ctx = kv.create(seq.prefix_ctx)
-            kv.grow(seq.ctx, n)
+            seq.allocate(kv, n)
             if state.running and _fcfs(seq) < _fcfs(state.running[-1]):
                 self._unsorted = True
             state.running.append(seq)
@@ -107,7 +106,8 @@ class VllmPolicy(EnginePolicy):
             seq = queue.pop(0)
             while kv.free_blocks < 1:
                 victim = queue.pop() if queue else seq
-                self._preempt(state, victim)
+                victim.preempt(kv)
+                state.waiting.appendleft(victim)
                 if victim is seq:
                     break
             else:
@@ -115,15 +115,6 @@ class VllmPolicy(EnginePolicy):
                 running.append(seq)
         state.running = running
         return list(running)
-
-    @staticmethod
-    def _preempt(state: EngineState, seq: Sequence) -> None:
-        state.kv.release(seq.ctx)
-        seq.ctx = None
-        seq.filled = seq.cached_len
-        seq.fill_target = seq.prompt_len + seq.generated
-        seq.preemptions += 1
-        state.waiting.appendleft(seq)
 
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:

@@ -21,7 +21,6 @@ from pydantic import Field
 from parrotsim.core.config import StrictConfig
 from parrotsim.sim.model.cluster_policy import CallInfo
 from parrotsim.sim.model.network import Network
-from parrotsim.sim.model.request import CallRequest
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
 from parrotsim.workloads.prefix_hash import shared_prefix
@@ -38,12 +37,13 @@ class AppRun:
     """Progress of one app at its client."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent",
-                 "rtts")
+                 "rtts", "calls")
 
     def __init__(self, app: App, seq: int, rtts: list[float]) -> None:
         self.app = app
         self.seq = seq
-        self.rtts = dict(zip([c.name for c in app.calls], rtts, strict=True))  # seconds
+        self.calls = {c.name: c for c in app.calls}
+        self.rtts = dict(zip(self.calls, rtts, strict=True))  # seconds
         self.lengths = var_lengths(app)
         self.missing: dict[str, int] = {}
         self.consumers: dict[str, list[Call]] = {}  # call name -> calls waiting for it
@@ -74,13 +74,15 @@ class LangChainClient:
         self.on_app_done = on_app_done
         self.next_uid = next_uid
         self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
-        self.requests: list[CallRequest] = []
+        self.requests: list[CallInfo] = []
+        self.runs: dict[str, AppRun] = {}  # by app id
         self.apps = 0
 
     def start(self, app: App) -> None:
         """Register ``app``: its calls without dependencies are sent at its arrival time."""
         network = self.network
         run = AppRun(app, self.apps, [network.rtt() for _ in app.calls])
+        self.runs[app.app_id] = run
         self.apps += 1
         sent = max(app.arrival, self.env.now)
         for call in app.calls:
@@ -93,40 +95,37 @@ class LangChainClient:
         app = run.app
         prompt = prompt_tokens(app, call, run.lengths) + self.cfg.chat_template_tokens
         uid = self.next_uid()
-        req = CallRequest(uid, app.app_id, app.kind, call.name, prompt, call.output_tokens,
-                          context=(run, call))
         info = CallInfo(uid, app.app_id, run.seq, call.name, prompt, call.output_tokens,
-                        max_requests=call.hints.max_requests_per_engine, payload=req)
+                        app_kind=app.kind, max_requests=call.hints.max_requests_per_engine,
+                        rtt=run.rtts[call.name], sent=self.env.now if sent is None else sent)
         if self.share_prefixes:
             shared = shared_prefix(app, call)
             if shared is not None:
                 info.shared_prefix, info.shared_tokens = shared
-        req.rtt = run.rtts[call.name]
-        req.sent = self.env.now if sent is None else sent
         run.sent += 1
-        self.requests.append(req)
-        self.env.timeout(req.sent - self.env.now + req.rtt / 2).callbacks.append(
+        self.requests.append(info)
+        self.env.timeout(info.sent - self.env.now + info.rtt / 2).callbacks.append(
             lambda _e: self.submit(info))
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
         """The engine finished the call: its output travels back to the client. When no call
         waits for it, nothing happens on its arrival but bookkeeping, so no event is needed."""
-        req = info.payload
-        run, call = req.context
-        if call.name in run.consumers:
-            self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._receive(req))
+        run = self.runs[info.app_id]
+        if info.call in run.consumers:
+            self.env.timeout(info.rtt / 2).callbacks.append(lambda _e: self._receive(info))
         else:
-            self._receive(req, self.env.now + req.rtt / 2)
+            self._receive(info, self.env.now + info.rtt / 2)
 
-    def _receive(self, req: CallRequest, at: float | None = None) -> None:
-        req.returned = self.env.now if at is None else at
-        run, call = req.context
+    def _receive(self, info: CallInfo, at: float | None = None) -> None:
+        info.returned = self.env.now if at is None else at
+        run = self.runs[info.app_id]
+        call = run.calls[info.call]
         for consumer in run.consumers.get(call.name, ()):
             run.missing[consumer.name] -= 1
             if run.missing[consumer.name] == 0:
                 self._send(run, consumer)
         if call.output in run.outputs_left:
             run.outputs_left.discard(call.output)
-            run.end = max(run.end, req.returned)
+            run.end = max(run.end, info.returned)
             if not run.outputs_left:
                 self.on_app_done(run)

@@ -3,7 +3,7 @@
 The manager holds calls that are ready to run (``queue``, in the order they became ready) and
 asks the policy on every event (a call arrives or becomes ready, a call finishes, a heartbeat):
 ``dispatch`` returns the (queued call, engine index) pairs to start now. Calls are described by
-:class:`CallInfo` and engines by :class:`EngineLoad`, which the manager keeps up to date with
+:class:`~parrotsim.sim.model.request.CallInfo` and engines by :class:`EngineLoad`, which the manager keeps up to date with
 what a real scheduler could know (its own dispatch accounting, the prefix contexts each engine
 holds), never an engine's progress inside an iteration. Policies never touch time or SimPy.
 """
@@ -11,49 +11,13 @@ holds), never an engine's progress inside an iteration. Policies never touch tim
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from parrotsim.core.config import StrictConfig
 from parrotsim.core.registry import Registry
+from parrotsim.sim.model.request import CallInfo, Objective
 
-Objective = Literal["latency", "throughput"]
-
-
-@dataclass(slots=True, eq=False)
-class CallInfo:
-    """A call waiting in the manager's queue (token counts in tokens).
-
-    ``prefix_keys[i]`` is the PrefixHash of the prompt up to its ``i``-th semantic-variable
-    boundary and ``prefix_lens[i]`` that prefix's length; ``shared_prefix`` is the key of the
-    prefix the call may fork from an engine's prefix cache (``None``: no sharing).
-    ``objective`` and ``task_group`` come from performance-objective deduction; ``depth`` is the
-    call's topological depth in its app's DAG; ``app_seq`` the arrival rank of its app (for
-    app-level FIFO); ``max_requests`` the call's dispatch hint (Parrot's
-    ``requests_num_upperbound``).
-    """
-
-    uid: int
-    app_id: str
-    app_seq: int
-    call: str
-    prompt_len: int
-    output_len: int
-    max_requests: int | None = None
-    prefix_keys: tuple[str, ...] = ()
-    prefix_lens: tuple[int, ...] = ()
-    shared_prefix: str | None = None
-    shared_tokens: int = 0
-    objective: Objective | None = None
-    task_group: str | None = None
-    depth: int = 0
-    priority: int = 0
-    payload: object = None
-
-    @property
-    def tokens(self) -> int:
-        """Tokens the call will hold on an engine: prompt plus output."""
-        return self.prompt_len + self.output_len
-
+__all__ = ["CLUSTER_POLICIES", "CallInfo", "ClusterPolicy", "ClusterPolicyConfig", "EngineLoad",
+           "Objective", "register_cluster_policy"]
 
 @dataclass(slots=True)
 class EngineLoad:

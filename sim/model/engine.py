@@ -16,16 +16,33 @@ scheduling. Stepping and fast-forwarding give the same per-call times up to floa
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import simpy
 
-from parrotsim.sim.model.costmodel import CostModel, SharedGroup
+from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 FinishCallback = Callable[[Sequence, float], None]
+
+
+@dataclass(slots=True)
+class InFlight:
+    """The work an engine is running: ``batch`` from ``start`` to ``end`` (simulated seconds).
+
+    A prompt-filling iteration is never cut short. A decode-only batch runs as a stretch of
+    ``steps`` identical iterations costed by ``stretch``; an arrival may cut it after the
+    iteration in progress, which lowers ``steps`` and ``end``.
+    """
+
+    start: float
+    end: float
+    batch: Batch
+    stretch: DecodeStretch | None = None
+    steps: int = 1
 
 
 class Engine:
@@ -48,11 +65,10 @@ class Engine:
         self.busy_time = 0.0
         self.iterations = 0
         self.batched_seqs = 0
-        self.preemptions = 0
         self._idle = True  # nothing runnable: the next submit or notify wakes the engine
         self._timer: simpy.Timeout | None = None  # fires at the end of the work in progress
-        self._prefill: tuple[float, float, Batch] | None = None  # (start, end, batch) running
-        self._stretch: tuple | None = None  # (start, DecodeStretch, steps, end, batch) running
+        self._work: InFlight | None = None  # the iteration or stretch running now
+        self._finished: list[Sequence] = []  # sequences finished by the work just ended
 
     # ---- interface for the manager -------------------------------------------------------
     @property
@@ -74,7 +90,7 @@ class Engine:
     def notify(self) -> None:
         """Something changed what the engine could run (a call arrived, or a waiting call's
         inputs completed): reschedule after the iteration in progress."""
-        if self._stretch is not None:
+        if self._work is not None and self._work.stretch is not None:
             self._cut_stretch()
         elif self._idle:  # wake at the current time, after the other events of this instant
             self._idle = False
@@ -95,28 +111,25 @@ class Engine:
     def _on_boundary(self, _event: simpy.Event) -> None:
         """The work in progress ends now: account it, emit its tokens, start the next."""
         self._timer = None
-        if self._prefill is not None:
-            start, end, batch = self._prefill
-            self._prefill = None
-            self._account(start, end, batch)
-            self.clock = end
-            self._emit_prefill(batch, start, end)
+        work, self._work = self._work, None
+        self._account(work)
+        self.clock = work.end
+        if work.stretch is None:
+            self._emit_prefill(work.batch, work.start, work.end)
         else:
-            start, stretch, steps, end, batch = self._stretch
-            self._stretch = None
-            self._account(start, end, batch, steps)
-            self.clock = end
-            self._emit_decode(batch, steps, start + stretch.first, end)
+            self._emit_decode(work.batch, work.steps, work.start + work.stretch.first, work.end)
+        finished, self._finished = self._finished, []
+        self.policy.on_iteration_end(self.state, work.batch, work.steps, finished)
         self._next_iteration()
 
     def _cut_stretch(self) -> None:
         """A call arrived during a fast-forwarded stretch: stop after the current iteration."""
-        start, stretch, steps, _, batch = self._stretch
-        done = stretch.steps_until(self.env.now - start, steps)
-        if done < steps:
-            end = start + stretch.duration(done)
-            self._stretch = (start, stretch, done, end, batch)
-            self._wake_at(end)
+        work = self._work
+        done = work.stretch.steps_until(self.env.now - work.start, work.steps)
+        if done < work.steps:
+            work.steps = done
+            work.end = work.start + work.stretch.duration(done)
+            self._wake_at(work.end)
 
     # ---- the iteration loop --------------------------------------------------------------
     def _next_iteration(self) -> None:
@@ -130,7 +143,7 @@ class Engine:
         start = self.clock
         if batch.prefills:  # never cut short
             end = start + self.cost.iteration_time(batch, *self._shared_groups(batch))
-            self._prefill = (start, end, batch)
+            self._work = InFlight(start, end, batch)
             self._wake_at(end)
             return
         decodes = batch.decodes
@@ -142,7 +155,7 @@ class Engine:
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
         end = start + stretch.duration(steps)
-        self._stretch = (start, stretch, steps, end, batch)
+        self._work = InFlight(start, end, batch, stretch, steps)
         self._wake_at(end)
 
     def _shared_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
@@ -158,10 +171,10 @@ class Engine:
         return groups, sum(p * n for p, n in groups)
 
     # ---- bookkeeping ---------------------------------------------------------------------
-    def _account(self, start: float, end: float, batch: Batch, steps: int = 1) -> None:
-        self.busy_time += end - start
-        self.iterations += steps
-        self.batched_seqs += steps * (len(batch.prefills) + len(batch.decodes))
+    def _account(self, work: InFlight) -> None:
+        self.busy_time += work.end - work.start
+        self.iterations += work.steps
+        self.batched_seqs += work.steps * (len(work.batch.prefills) + len(work.batch.decodes))
 
     def _emit_prefill(self, batch: Batch, start: float, end: float) -> None:
         for seq, n in batch.prefills:
@@ -170,7 +183,7 @@ class Engine:
                 seq.admitted = start
             if seq.filled == seq.fill_target:
                 seq.last_fill = end
-                if seq.output_len == 0:  # a shared-prefix fill: its KV becomes the parent
+                if seq.fill_of is not None:  # a shared-prefix fill: its KV becomes the parent
                     seq.finished = end
                     self.state.running.remove(seq)
                     self.prefix_cache.filled(seq)
@@ -203,8 +216,8 @@ class Engine:
     def _finish(self, seq: Sequence, end: float) -> None:
         seq.finished = end
         self.state.running.remove(seq)
-        self.state.kv.release(seq.ctx)
-        seq.ctx = None
+        self._finished.append(seq)
+        seq.free(self.state.kv)
         if seq.prefix_ctx is not None and self.prefix_cache is not None:
             self.prefix_cache.release(seq.prefix_ctx.key, end)
         self.on_finish(seq, end)

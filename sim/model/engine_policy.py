@@ -4,8 +4,9 @@ An engine holds a FIFO ``waiting`` queue and a ``running`` list of :class:`~parr
 plus its :class:`~parrotsim.sim.model.kv_cache.KVCache`. Each iteration the engine asks its policy for a
 :class:`~parrotsim.sim.model.sequence.Batch`; the policy admits, allocates KV, preempts and picks work, mutating
 the plain-Python state but never touching time. That keeps policies testable on hand-built
-states. ``stable_decode_steps`` tells the engine how many identical decode-only iterations follow,
-so it can fast-forward them in one event.
+states. ``on_iteration_end`` tells it what the iteration did; ``stable_decode_steps`` tells the
+engine how many identical decode-only iterations follow, so it can fast-forward them in one
+event.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class EnginePolicy:
     def schedule(self, state: EngineState) -> Batch:
         """Choose the next iteration's work (may admit, allocate and preempt)."""
         raise NotImplementedError
+
+    def on_iteration_end(self, state: EngineState, batch: Batch, steps: int,
+                         finished: list[Sequence]) -> None:
+        """Called when ``batch`` has run (``steps`` identical iterations for a decode stretch)
+        and its tokens are emitted: ``finished`` sequences have left ``running`` and freed
+        their KV. The engine's next request is :meth:`schedule`."""
 
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         """How many decode-only iterations, starting with ``batch`` (already allocated), run

@@ -15,7 +15,6 @@ import simpy
 
 from parrotsim.sim.model.cluster_policy import CallInfo, ClusterPolicy, EngineLoad
 from parrotsim.sim.model.engine import Engine
-from parrotsim.sim.model.request import CallRequest
 from parrotsim.sim.model.sequence import Sequence
 
 SequenceFactory = Callable[[CallInfo, Engine], Sequence]
@@ -25,15 +24,15 @@ def plain_sequence(info: CallInfo, engine: Engine) -> Sequence:
     """A sequence that fills its whole prompt (no prefix sharing)."""
     return Sequence(info.uid, info.app_id, info.call, info.prompt_len, info.output_len,
                     order=(info.app_seq, info.uid), max_requests=info.max_requests,
-                    payload=info)
+                    request=info)
 
 
 class Manager:
     """Holds ready calls and dispatches them through ``policy``.
 
-    Each queued :class:`CallInfo` carries its :class:`CallRequest` as ``payload``, where the
-    manager stamps arrival and dispatch. ``on_done(info, seq)`` is called when an engine finishes a call; ``make_sequence`` turns a
-    dispatched call into the engine's sequence (the Parrot mechanics fork prefix contexts there).
+    The manager stamps each queued :class:`CallInfo`'s arrival and dispatch. ``on_done(info,
+    seq)`` is called when an engine finishes a call; ``make_sequence`` turns a dispatched call
+    into the engine's sequence (the Parrot mechanics fork prefix contexts there).
     """
 
     def __init__(self, env: simpy.Environment, engines: list[Engine], policy: ClusterPolicy,
@@ -55,13 +54,13 @@ class Manager:
 
     def arrive(self, info: CallInfo) -> None:
         """A call is ready to run now."""
-        info.payload.arrived = self.env.now
+        info.arrived = self.env.now
         self.queue.append(info)
         self._dispatch()
 
     def engine_finished(self, seq: Sequence, t: float) -> None:
         """Callback of the engines: ``seq`` produced its last token at ``t``."""
-        info: CallInfo = seq.payload
+        info = seq.request
         load = self.loads[seq.engine_id]
         load.num_requests -= 1
         load.reserved_tokens -= info.tokens
@@ -99,10 +98,9 @@ class Manager:
             seq = self.make_sequence(info, engine)
             seq.engine_id = engine_id
             self.dispatched += 1
-            req: CallRequest = info.payload
-            req.dispatched = self.env.now
-            req.engine = engine_id
-            req.seq = seq
+            info.dispatched = self.env.now
+            info.engine = engine_id
+            info.seq = seq
             if self.on_dispatch is not None:
                 self.on_dispatch(info, seq)
             engine.submit(seq)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.sim.model.engine import Engine
-from parrotsim.sim.model.request import CallRequest
+from parrotsim.sim.model.request import CallInfo
 
 CALL_COLUMNS = [
     "app_id", "app_kind", "call", "engine", "sent", "arrived", "dispatched", "engine_arrived",
@@ -49,7 +49,7 @@ class RunResult:
     events: int = 0  # SimPy events processed (for the speed benchmark)
 
 
-def call_table(requests: list[CallRequest]) -> pd.DataFrame:
+def call_table(requests: list[CallInfo]) -> pd.DataFrame:
     """One row per call, in send order."""
     rows = []
     for r in requests:

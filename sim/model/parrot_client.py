@@ -26,7 +26,6 @@ from pydantic import Field
 from parrotsim.core.config import StrictConfig
 from parrotsim.sim.model.cluster_policy import CallInfo
 from parrotsim.sim.model.network import Network
-from parrotsim.sim.model.request import CallRequest
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
 from parrotsim.workloads.dag import call_depths, deduce_objectives, task_groups
@@ -54,12 +53,14 @@ class ParrotSession:
     """Server-side state of one app: what was posted, what completed, what is still missing."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
-                 "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts")
+                 "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts",
+                 "calls")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
         self.seq = seq
         self.lengths = var_lengths(app)
+        self.calls = {c.name: c for c in app.calls}
         self.missing: dict[str, int] = {}  # dependencies not complete
         self.undispatched: dict[str, int] = {}  # dependencies not dispatched
         self.dependents: dict[str, list[Call]] = {}
@@ -96,12 +97,14 @@ class ParrotClient:
         self.submit = submit
         self.on_app_done = on_app_done
         self.next_uid = next_uid
-        self.requests: list[CallRequest] = []
+        self.requests: list[CallInfo] = []
+        self.sessions: dict[str, ParrotSession] = {}  # by app id
         self.apps = 0
 
     def start(self, app: App) -> None:
         """Schedule ``app`` to begin at its arrival time."""
         session = ParrotSession(app, self.apps)
+        self.sessions[app.app_id] = session
         self.apps += 1
         delay = max(0.0, app.arrival - self.env.now)
         self.env.timeout(delay).callbacks.append(lambda _e: self._begin(session))
@@ -143,12 +146,11 @@ class ParrotClient:
 
     def _post(self, s: ParrotSession, call: Call, on_answer: Callable) -> None:
         info = s.infos[call.name]
-        req: CallRequest = info.payload
-        req.rtt = self.network.rtt()
-        req.sent = self.env.now
-        self.requests.append(req)
-        self.env.timeout(req.rtt / 2).callbacks.append(lambda _e: self._registered(s, call))
-        self.env.timeout(req.rtt).callbacks.append(lambda _e: on_answer(s))
+        info.rtt = self.network.rtt()
+        info.sent = self.env.now
+        self.requests.append(info)
+        self.env.timeout(info.rtt / 2).callbacks.append(lambda _e: self._registered(s, call))
+        self.env.timeout(info.rtt).callbacks.append(lambda _e: on_answer(s))
 
     # ---- server side: the session DAG ------------------------------------------------------
     def _early(self, s: ParrotSession, name: str) -> bool:
@@ -165,10 +167,10 @@ class ParrotClient:
         """The manager placed a call on an engine (pipelined mode: dependents may follow)."""
         if self.cfg.readiness != "dispatched":
             return
-        s, call = info.payload.context
-        s.seqs[call.name] = seq
-        seq.waiting_inputs = s.missing[call.name]
-        for dep in s.dependents.get(call.name, ()):
+        s = self.sessions[info.app_id]
+        s.seqs[info.call] = seq
+        seq.waiting_inputs = s.missing[info.call]
+        for dep in s.dependents.get(info.call, ()):
             s.undispatched[dep.name] -= 1
             if s.undispatched[dep.name] == 0 and dep.name in s.posted \
                     and self._early(s, dep.name):
@@ -176,10 +178,9 @@ class ParrotClient:
 
     def on_done(self, info: CallInfo, seq: Sequence) -> None:
         """The engine finished a call: its dependents may become ready, outputs complete."""
-        req: CallRequest = info.payload
-        req.returned = self.env.now
-        s, call = req.context
-        for dep in s.dependents.get(call.name, ()):
+        info.returned = self.env.now
+        s = self.sessions[info.app_id]
+        for dep in s.dependents.get(info.call, ()):
             s.missing[dep.name] -= 1
             if self._early(s, dep.name):
                 waiting = s.seqs.get(dep.name)
@@ -189,7 +190,7 @@ class ParrotClient:
                         self.notify_engine(waiting.engine_id)
             elif s.missing[dep.name] == 0 and dep.name in s.posted:
                 self.submit(s.infos[dep.name])
-        s.outputs_left.discard(call.output)
+        s.outputs_left.discard(s.calls[info.call].output)
         if not s.outputs_left and s.end < 0:
             s.end = self.env.now
             self.on_app_done(s)
@@ -204,12 +205,10 @@ class ParrotClient:
             prompt = prompt_tokens(app, call, s.lengths)
             keys, lens = prefix_keys(app, call, s.lengths)
             shared = shared_prefix(app, call) if self.cfg.cache_prefix else None
-            req = CallRequest(uid, app.app_id, app.kind, call.name, prompt, call.output_tokens,
-                              context=(s, call))
             s.infos[call.name] = CallInfo(
-                uid, app.app_id, s.seq, call.name, prompt, call.output_tokens,
+                uid, app.app_id, s.seq, call.name, prompt, call.output_tokens, app_kind=app.kind,
                 max_requests=call.hints.max_requests_per_engine, prefix_keys=tuple(keys),
                 prefix_lens=tuple(lens), shared_prefix=shared[0] if shared else None,
                 shared_tokens=shared[1] if shared else 0, objective=objectives.get(call.name),
-                task_group=groups.get(call.name), depth=depths[call.name], payload=req)
+                task_group=groups.get(call.name), depth=depths[call.name])
 

@@ -54,7 +54,7 @@ class PrefixCache:
             entry = PrefixEntry(key, tokens, ctx)
             self.entries[key] = entry
             self.held.add(key)
-            fill = Sequence(next(_fill_uids), "prefix", key, tokens, 0, payload=entry)
+            fill = Sequence(next(_fill_uids), "prefix", key, tokens, 0, fill_of=entry)
             self.fills += 1
         else:
             entry.hits += 1
@@ -63,7 +63,7 @@ class PrefixCache:
 
     def filled(self, fill: Sequence) -> None:
         """The fill sequence completed: its KV becomes the ready parent context."""
-        entry: PrefixEntry = fill.payload
+        entry = fill.fill_of
         self.kv.adopt(entry.ctx, fill.ctx)
         fill.ctx = None
         entry.ctx.ready = True

@@ -6,13 +6,21 @@ tokens of ``fill_target`` computed so far, ``generated`` output tokens out of ``
 ``fill_target`` is the prompt length, or prompt plus generated tokens after a preemption by
 recompute. The KV context ``ctx`` holds the sequence's own tokens; attention reads those plus the
 cached prefix.
+
+A sequence serves either a call (``request``, the call's record) or, with ``fill_of`` set, the
+fill of a shared prefix into an engine's prefix cache: a helper that generates nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from parrotsim.sim.model.kv_cache import Context
+from parrotsim.sim.model.kv_cache import Context, KVCache
+from parrotsim.sim.model.request import CallInfo
+
+if TYPE_CHECKING:
+    from parrotsim.sim.model.prefix_cache import PrefixEntry
 
 
 class Sequence:
@@ -21,13 +29,14 @@ class Sequence:
     __slots__ = (
         "uid", "app_id", "call", "order", "prompt_len", "cached_len", "output_len",
         "fill_target", "filled", "generated", "ctx", "prefix_ctx", "max_requests", "arrived", "admitted",
-        "first_token", "finished", "preemptions", "payload", "engine_id", "last_fill",
+        "first_token", "finished", "preemptions", "request", "fill_of", "engine_id", "last_fill",
         "waiting_inputs",
     )
 
     def __init__(self, uid: int, app_id: str, call: str, prompt_len: int, output_len: int,
                  order: tuple = (), cached_len: int = 0, prefix_ctx: Context | None = None,
-                 max_requests: int | None = None, payload: object = None) -> None:
+                 max_requests: int | None = None, request: CallInfo | None = None,
+                 fill_of: PrefixEntry | None = None) -> None:
         self.uid = uid
         self.app_id = app_id
         self.call = call
@@ -48,7 +57,8 @@ class Sequence:
         self.waiting_inputs = 0  # producers still running (Parrot's pipelined dispatch)
         self.finished = -1.0
         self.preemptions = 0
-        self.payload = payload
+        self.request = request
+        self.fill_of = fill_of
         self.engine_id = -1
 
     @property
@@ -65,6 +75,28 @@ class Sequence:
     def remaining(self) -> int:
         """Output tokens still to generate."""
         return self.output_len - self.generated
+
+    # ---- KV verbs: what a policy or the engine does to a sequence's memory ----------------
+    def allocate(self, kv: KVCache, tokens: int) -> None:
+        """Room for ``tokens`` more tokens; a sequence without KV first gets its context,
+        forked from its cached prefix when it has one (raises ``MemoryError`` when the blocks
+        run out: callers check first)."""
+        if self.ctx is None:
+            self.ctx = kv.create(self.prefix_ctx)
+        kv.grow(self.ctx, tokens)
+
+    def free(self, kv: KVCache) -> None:
+        """Return the sequence's own blocks (a forked prefix keeps its other users' blocks)."""
+        kv.release(self.ctx)
+        self.ctx = None
+
+    def preempt(self, kv: KVCache) -> None:
+        """Preemption by recompute: free the sequence's own KV; it must fill its prompt and the
+        tokens it has generated again (a forked prefix stays cached)."""
+        self.free(kv)
+        self.filled = self.cached_len
+        self.fill_target = self.prompt_len + self.generated
+        self.preemptions += 1
 
     def __repr__(self) -> str:
         return (f"Sequence({self.app_id}/{self.call}, prompt={self.prompt_len}, "

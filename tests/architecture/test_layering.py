@@ -58,6 +58,9 @@ def project_imports(path: Path, module: str) -> list[tuple[str, bool]]:
     """(imported project module, at module level) for every import in ``path``."""
     tree = ast.parse(path.read_text(), str(path))
     top = {id(node) for node in tree.body}
+    for node in tree.body:  # type-only imports count as module-level
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            top |= {id(n) for n in node.body}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

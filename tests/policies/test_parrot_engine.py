@@ -38,22 +38,25 @@ def policy(**kw) -> ParrotEnginePolicy:
 def step(p: ParrotEnginePolicy, st: EngineState, steps: int = 1) -> Batch:
     """Schedule one iteration and apply its effects as the engine does (no token on fills)."""
     b = p.schedule(st)
-    apply(b, st, steps)
+    apply(p, b, st, steps)
     return b
 
 
-def apply(b: Batch, st: EngineState, steps: int) -> None:
-    """The effects of ``steps`` identical iterations of ``b`` (the first already allocated)."""
+def apply(p: ParrotEnginePolicy, b: Batch, st: EngineState, steps: int) -> None:
+    """The effects of ``steps`` identical iterations of ``b`` (the first already allocated),
+    ending with the policy's end-of-iteration hook, as the engine runs them."""
     for s, n in b.prefills:
         s.filled += n
     if steps > 1:
         st.kv.grow_each([s.ctx for s in b.decodes], steps - 1)
+    finished = []
     for s in b.decodes:
         s.generated += steps
         if s.generated >= s.output_len:
             st.running.remove(s)
-            st.kv.release(s.ctx)
-            s.ctx = None
+            s.free(st.kv)
+            finished.append(s)
+    p.on_iteration_end(st, b, steps, finished)
 
 
 def fills(b: Batch) -> list[int]:
@@ -176,7 +179,7 @@ def test_memory_never_crashes():
     assert fills(step(p, st)) == [60]  # the second fill (3 blocks) does not fit in 0 free
     st = state(2, seq(16, 40), seq(16, 40, arrived=1.0))
     step(p, st)
-    old, new = st.running
+    old, new = st.waiting  # both fills ran: their Generate jobs queued in order
     batch = step(p, st)  # both need a block, none is free: the newest is recomputed
     assert batch.decodes == [old] and new.ctx is None and new.preemptions == 1
     assert new.fill_target == 16 and st.kv.used_blocks == 2
@@ -207,7 +210,7 @@ def test_stuck_partial_fills_preempt_the_newest():
     assert fills(step(p, st)) == [64, 64]  # 8 of 10 blocks; each needs 3 more to finish
     batch = step(p, st)
     assert batch.prefills == [(a, 36)] and b.ctx is None and b.preemptions == 1
-    assert b.filled == 0 and list(st.waiting) == [b]
+    assert b.filled == 0 and list(st.waiting) == [b, a]  # a's Generate queued behind b
 
 
 def _random_scenario(seed: int, scheduler: str) -> tuple[ParrotEnginePolicy, EngineState]:
@@ -240,6 +243,6 @@ def test_fast_forward_matches_stepping(scheduler: str):
             k = q.stable_decode_steps(st2, b)
             assert all(trace[i + j] == (fills(b), [s.prompt_len for s in b.decodes])
                        for j in range(k)), (seed, i)
-            apply(b, st2, k)
+            apply(q, b, st2, k)
             i += k
         assert i == len(trace)
