@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from parrotsim import __version__
-from parrotsim.cli import calibrate, report, run, show, validate, workloads
+from parrotsim.cli import calibrate, report, run, show, trace, validate, workloads
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.model.profile import ProfileError
 from parrotsim.workloads.app import AppError
 
-COMMANDS = [run, show, workloads, report, calibrate, validate]
+COMMANDS = [run, show, trace, workloads, report, calibrate, validate]
 
 
 def build_parser() -> argparse.ArgumentParser:

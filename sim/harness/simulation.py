@@ -20,7 +20,7 @@ from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.model.client import LangChainClient
 from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.engine import Engine
+from parrotsim.sim.model.engine import Engine, IterationRecorder
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.manager import Manager, plain_sequence
 from parrotsim.sim.model.metrics import RunResult, call_table, engine_table, summarize
@@ -39,12 +39,14 @@ def build_apps(cfg: RunConfig) -> list[App]:
 
 
 def simulate(cfg: RunConfig, apps: list[App] | None = None,
-             profile: Profile | None = None, validate: bool = True) -> RunResult:
+             profile: Profile | None = None, validate: bool = True,
+             recorder: IterationRecorder | None = None) -> RunResult:
     """Run one simulation; ``apps`` overrides the workload and ``profile`` the cluster's cost
     profile (for tests and fitting). Given ``apps`` are validated unless ``validate`` is False
-    (for apps that came from :func:`build_apps`, which validates)."""
+    (for apps that came from :func:`build_apps`, which validates). ``recorder`` is told every
+    engine iteration (:mod:`parrotsim.sim.harness.timeline`); it does not change the run."""
     with _rare_collections():
-        return _simulate(cfg, apps, profile, validate)
+        return _simulate(cfg, apps, profile, validate, recorder)
 
 
 @contextmanager
@@ -61,7 +63,7 @@ def _rare_collections():
 
 
 def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
-              validate: bool) -> RunResult:
+              validate: bool, recorder: IterationRecorder | None = None) -> RunResult:
     profile = profile or load_profile(cfg.cluster.profile)
     streams = np.random.SeedSequence(cfg.seed).spawn(2)
     if apps is None:
@@ -87,7 +89,8 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
         cost = CostModel(profile, engine_cfg.runtime, prefill_memo)
         engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                               kernel=cfg.cluster.kernel,
-                              fast_forward=cfg.cluster.fast_forward, prefix_cache=cache))
+                              fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,
+                              recorder=recorder))
     client_ref: list = []
     pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"
     manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),

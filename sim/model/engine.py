@@ -27,6 +27,9 @@ from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 FinishCallback = Callable[[Sequence, float], None]
+#: called as ``recorder(engine, start, end, batch, steps)`` for each iteration or fast-forwarded
+#: decode stretch when it ends (``parrotsim.sim.harness.timeline``); ``steps`` is what ran
+IterationRecorder = Callable[["Engine", float, float, Batch, int], None]
 
 
 @dataclass(slots=True)
@@ -51,7 +54,8 @@ class Engine:
     def __init__(self, env: simpy.Environment, engine_id: int, policy: EnginePolicy,
                  cost: CostModel, kv: KVCache, on_finish: FinishCallback,
                  kernel: str = "paged", fast_forward: bool = True,
-                 prefix_cache: PrefixCache | None = None) -> None:
+                 prefix_cache: PrefixCache | None = None,
+                 recorder: IterationRecorder | None = None) -> None:
         self.env = env
         self.engine_id = engine_id
         self.policy = policy
@@ -69,6 +73,8 @@ class Engine:
         self._timer: simpy.Timeout | None = None  # fires at the end of the work in progress
         self._work: InFlight | None = None  # the iteration or stretch running now
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
+        if recorder is not None:  # wrap the accounting: no per-iteration cost when not recording
+            self._account = self._recording(recorder)
 
     # ---- interface for the manager -------------------------------------------------------
     @property
@@ -175,6 +181,14 @@ class Engine:
         self.busy_time += work.end - work.start
         self.iterations += work.steps
         self.batched_seqs += work.steps * (len(work.batch.prefills) + len(work.batch.decodes))
+
+    def _recording(self, recorder: IterationRecorder) -> Callable[[InFlight], None]:
+        account = self._account
+
+        def account_and_record(work: InFlight) -> None:
+            account(work)
+            recorder(self, work.start, work.end, work.batch, work.steps)
+        return account_and_record
 
     def _emit_prefill(self, batch: Batch, start: float, end: float) -> None:
         for seq, n in batch.prefills:
