@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Literal
 
 import simpy
-from pydantic import Field
 
 from parrotsim.core.config import StrictConfig
 from parrotsim.sim.model.cluster_policy import CallInfo
@@ -25,12 +24,20 @@ from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
 from parrotsim.workloads.prefix_hash import shared_prefix
 
+#: Tokens a chat template adds to a one-message prompt. The paper's baselines sent every call
+#: through FastChat's OpenAI-compatible server, which wraps it in the model's conversation
+#: template (vicuna_v1.1: "{system} USER: {message} ASSISTANT:"); counted with the LLaMA
+#: tokenizer by calibrate/tools/chat_template_tokens.mjs (38 for every message tried).
+CHAT_TEMPLATE_TOKENS = {"none": 0, "vicuna_v1.1": 38}
+
 
 class LangChainClientConfig(StrictConfig):
-    """``chat_template_tokens`` are added to every prompt (FastChat's Vicuna template)."""
+    """``chat_template``: the conversation template the serving front end wraps every prompt
+    in (``vicuna_v1.1``, FastChat's template for the paper's Vicuna models, adds
+    :data:`CHAT_TEMPLATE_TOKENS` tokens to each prompt; ``none`` sends prompts as they are)."""
 
     kind: Literal["langchain"] = "langchain"
-    chat_template_tokens: int = Field(default=0, ge=0)
+    chat_template: Literal["none", "vicuna_v1.1"] = "vicuna_v1.1"
 
 
 class AppRun:
@@ -74,6 +81,7 @@ class LangChainClient:
         self.on_app_done = on_app_done
         self.next_uid = next_uid
         self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
+        self.template_tokens = CHAT_TEMPLATE_TOKENS[cfg.chat_template]
         self.requests: list[CallInfo] = []
         self.runs: dict[str, AppRun] = {}  # by app id
         self.apps = 0
@@ -93,7 +101,7 @@ class LangChainClient:
         """Send ``call`` at ``sent`` (default: now); it reaches the service half a round trip
         later."""
         app = run.app
-        prompt = prompt_tokens(app, call, run.lengths) + self.cfg.chat_template_tokens
+        prompt = prompt_tokens(app, call, run.lengths) + self.template_tokens
         uid = self.next_uid()
         info = CallInfo(uid, app.app_id, run.seq, call.name, prompt, call.output_tokens,
                         app_kind=app.kind, max_requests=call.hints.max_requests_per_engine,
