@@ -41,7 +41,8 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
         parts.append(f"<figure id='{fig_id}'><h3>{fig_id}</h3><p>{esc(setup)}</p>"
                      f"<img src='{fig_id}.png' alt='{fig_id}'></figure>")
     parts.append("<p>Data: <a href='figures.csv'>figures.csv</a> (figure, panel, series, "
-                 "x_name, x, metric, value, unit, oom). Red crosses mark runs that hit the "
-                 "engine's KV memory ceiling (out of memory in the paper's systems).</p>")
+                 "x_name, x, metric, value, unit, oom). A cross at zero in a series' colour "
+                 "marks a run that hit the engine's KV memory ceiling (out of memory in the "
+                 "paper's systems; legend: '&lt;series&gt;: out of memory').</p>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -1,4 +1,10 @@
-"""Draw one paper figure from its tidy rows (matplotlib, Agg backend, PNG)."""
+"""Draw one paper figure from its tidy rows (matplotlib, Agg backend, PNG).
+
+No axis clips data: each panel's y range holds every finite value of its rows (out-of-memory
+points included) and zero, and a panel with negative values (Fig 13: apps Parrot slowed) draws
+its bars below a zero line. A point whose run ran out of KV memory is a cross at zero in its
+series' own colour, with a legend entry "<series>: out of memory".
+"""
 
 from __future__ import annotations
 
@@ -19,11 +25,12 @@ COLORS = {
     "baseline_with_sharing": "#1f77b4", "baseline_without_sharing": "#17becf",
     "baseline_latency": "#1f77b4", "baseline_throughput": "#2ca02c",
 }
+OOM_SUFFIX = ": out of memory"
 
 
 def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Path:
     """Write ``out/<figure>.png`` with one subplot per panel."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         rows = tidy[(tidy["figure"] == figure) & (tidy["panel"] == panel.panel)]
         if panel.kind == "bar":
@@ -32,7 +39,7 @@ def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Pat
             _lines(ax, rows, panel)
         ax.set_xlabel(panel.x_name)
         ax.set_ylabel(panel.ylabel)
-        ax.set_ylim(bottom=0)
+        _fit_y(ax, rows["value"])
         ax.grid(alpha=0.3)
         if panel.panel:
             ax.set_title(panel.panel, fontsize=10)
@@ -44,21 +51,52 @@ def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Pat
     return path
 
 
+def _fit_y(ax, values: pd.Series) -> None:
+    """Widen the y range to hold every finite value and zero; draw a zero line below data."""
+    v = values.to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    lo, hi = ax.get_ylim()
+    vmin, vmax = (min(0.0, v.min()), max(0.0, v.max())) if v.size else (0.0, 0.0)
+    pad = 0.05 * ((vmax - vmin) or 1.0)
+    lo = min(lo, vmin - pad) if vmin < 0 else 0.0
+    ax.set_ylim(lo, max(hi, vmax + pad))
+    if lo < 0:
+        ax.axhline(0, color="black", lw=0.8, zorder=2.5)
+
+
+def _oom_mark(ax, xs: list[float], color, label: str) -> None:
+    """Crosses at zero for out-of-memory points, in the series' colour, with a legend entry."""
+    ax.plot(xs, np.zeros(len(xs)), "x", color=color, ms=9, mew=2, clip_on=False, zorder=3,
+            label=label + OOM_SUFFIX)
+
+
+def _legend(ax) -> None:
+    """The legend, each "<series>: out of memory" entry right after its series' entry."""
+    handles, labels = ax.get_legend_handles_labels()
+    entries = dict(zip(labels, handles, strict=True))
+    order = [lb for lb in labels if not lb.endswith(OOM_SUFFIX)]
+    for lb in labels:
+        if lb.endswith(OOM_SUFFIX):
+            base = lb.removesuffix(OOM_SUFFIX)
+            order.insert(order.index(base) + 1 if base in order else len(order), lb)
+    ax.legend([entries[lb] for lb in order], order, fontsize=7)
+
+
 def _lines(ax, rows: pd.DataFrame, panel: Panel) -> None:
     for series, group in rows.groupby("series", sort=False):
         group = group.sort_values("x")
         x = group["x"].astype(float).to_numpy()
         y = group["value"].to_numpy()
         oom = group["oom"].astype(bool).to_numpy()
-        color = COLORS.get(series)
-        ax.plot(x[~oom], y[~oom], marker="o", ms=4, label=SERIES_LABELS.get(series, series),
-                color=color)
+        label = SERIES_LABELS.get(series, series)
+        (line,) = ax.plot(x[~oom], y[~oom], marker="o", ms=4, label=label,
+                          color=COLORS.get(series))
         if oom.any():
-            ax.plot(x[oom], np.zeros(oom.sum()), "x", color="red", ms=9, mew=2)
+            _oom_mark(ax, list(x[oom]), line.get_color(), label)
     if panel.figure == "fig17":
-        ax.axhline(FIG17_THRESHOLD_MS, color="gray", ls="--", lw=1)
-        ax.set_ylim(0, 300)
-    ax.legend(fontsize=7)
+        ax.axhline(FIG17_THRESHOLD_MS, color="gray", ls="--", lw=1,
+                   label=f"{FIG17_THRESHOLD_MS:g} ms/token (sustained)")
+    _legend(ax)
 
 
 def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
@@ -71,17 +109,25 @@ def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
     xs = list(dict.fromkeys(sorted(rows["x"].tolist(), key=float)))
     series = list(dict.fromkeys(rows["series"]))
     width = 0.8 / max(1, len(series))
+    any_oom = False
     for i, s in enumerate(series):
         group = rows[rows["series"] == s].set_index("x")
+        color, label = COLORS.get(s, "#555555"), SERIES_LABELS.get(s, s)
+        pos, heights, oom = [], [], []
         for j, x in enumerate(xs):
             if x not in group.index:
                 continue
-            pos = j + (i - (len(series) - 1) / 2) * width
+            at = j + (i - (len(series) - 1) / 2) * width
             if bool(group.loc[x, "oom"]):
-                ax.plot(pos, 0, "x", color="red", ms=9, mew=2)
-                continue
-            ax.bar(pos, group.loc[x, "value"], width, color=COLORS.get(s, "#555555"),
-                   label=SERIES_LABELS.get(s, s) if j == 0 else None)
-    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
-    if len(series) > 1:
-        ax.legend(fontsize=7)
+                oom.append(at)
+            else:
+                pos.append(at)
+                heights.append(group.loc[x, "value"])
+        ax.bar(pos, heights, width, color=color, label=label)
+        if oom:
+            _oom_mark(ax, oom, color, label)
+            any_oom = True
+    ax.set_xticks(range(len(xs)), [f"{float(x):g}" for x in xs],  # 4.0 -> 4
+                  fontsize=7 if len(xs) > 12 else None)
+    if len(series) > 1 or any_oom:
+        _legend(ax)

@@ -1,0 +1,117 @@
+"""The report's figures: no axis clips data, and OOM marks carry their series' colour and a
+legend entry.
+
+The figures are drawn from a figures.csv-like frame covering every panel of ``PANELS``, with
+the awkward values the real report produces: negative Fig 13 differences (Parrot slower),
+Fig 17 baseline latencies far above the paper's 300 ms axis, and out-of-memory points.
+"""
+
+from __future__ import annotations
+
+import matplotlib.figure
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_rgba
+
+from reports.derive import TIDY_COLUMNS
+from reports.plot import draw
+from reports.spec import FIGURES, PANELS, SERIES_LABELS
+
+OOM = {("fig17", "parrot_paged_attention"): {8.0, 16.0},
+       ("fig18a", "parrot_without_sharing"): {12, 16}}
+
+
+def _tidy() -> pd.DataFrame:
+    rows = []
+    for p in PANELS:
+        if p.figure == "fig13":
+            values = [255.0, 120.0, 18.2, -39.8, -6.4]
+            cells = [("baseline_vllm - parrot", i, v) for i, v in enumerate(values)]
+        elif p.x == "variant":
+            cells = [(s, s, 10.0 * (i + 1)) for i, s in
+                     enumerate(["parrot", "baseline_latency", "baseline_throughput"])]
+        else:
+            xs = [0.25, 2.0, 8.0, 16.0] if p.figure == "fig17" else [4, 8, 12, 16]
+            series = (["baseline_vllm", "parrot", "parrot_paged_attention"] if p.figure == "fig17"
+                      else ["baseline_latency", "parrot", "parrot_without_sharing"])
+            cells = [(s, x, (i + 1) * 33.0 * (1 + j)) for i, s in enumerate(series)
+                     for j, x in enumerate(xs)]
+            cells.append((series[0], xs[-1], 504.3))  # far above the paper's 300 ms axis
+        for series, x, value in cells:
+            rows.append({"figure": p.figure, "panel": p.panel, "series": series,
+                         "x_name": p.x_name, "x": x, "metric": p.report_metric, "value": value,
+                         "unit": p.unit, "oom": x in OOM.get((p.figure, series), ())})
+    return pd.DataFrame(rows, columns=TIDY_COLUMNS).drop_duplicates(
+        ["figure", "panel", "series", "x"], keep="last")
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> dict[str, tuple[matplotlib.figure.Figure, pd.DataFrame]]:
+    """Every figure drawn by ``reports.plot.draw``, caught as it is saved, with its rows."""
+    out, tidy, caught = tmp_path_factory.mktemp("figs"), _tidy(), []
+    save = matplotlib.figure.Figure.savefig
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig",
+                   lambda self, *a, **k: (caught.append(self), save(self, *a, **k))[1])
+        for fig in FIGURES:
+            draw(fig, [p for p in PANELS if p.figure == fig], tidy, out)
+    assert all((out / f"{f}.png").is_file() for f in FIGURES)
+    return {f: (c, tidy[tidy["figure"] == f]) for f, c in zip(FIGURES, caught, strict=True)}
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_no_axis_clips_data(drawn, figure):
+    fig, rows = drawn[figure]
+    panels = [p for p in PANELS if p.figure == figure]
+    for ax, panel in zip(fig.axes, panels, strict=True):
+        mine = rows[rows["panel"] == panel.panel]
+        values = mine["value"].to_numpy(dtype=float)
+        lo, hi = ax.get_ylim()
+        assert np.all((values >= lo) & (values <= hi)), (panel.panel, lo, hi, values)
+        if panel.kind == "line":
+            x0, x1 = ax.get_xlim()
+            xs = mine["x"].astype(float).to_numpy()
+            assert np.all((xs >= x0) & (xs <= x1)), (x0, x1, xs)
+        else:  # categorical axis: every x value has its tick
+            ticks = {t.get_text() for t in ax.get_xticklabels()}
+            wanted = {SERIES_LABELS.get(x, x) if panel.x == "variant" else str(x)
+                      for x in mine["x"]}
+            assert wanted <= ticks
+
+
+def test_negative_bars_are_drawn_below_a_zero_line(drawn):
+    fig, _ = drawn["fig13"]
+    ax = fig.axes[0]
+    heights = sorted(round(b.get_height(), 1) for b in ax.patches)
+    assert heights[:2] == [-39.8, -6.4]
+    zero = [ln for ln in ax.lines if list(ln.get_ydata()) == [0, 0]]
+    assert zero, "no zero line"
+
+
+@pytest.mark.parametrize(("figure", "series"), sorted(OOM))
+def test_oom_marks_use_their_series_colour_and_legend(drawn, figure, series):
+    fig, _ = drawn[figure]
+    ax = fig.axes[0]
+    label = SERIES_LABELS[series]
+    marks = [ln for ln in ax.lines if ln.get_marker() == "x"]
+    assert len(marks) == 1 and marks[0].get_label() == f"{label}: out of memory"
+    assert len(marks[0].get_xdata()) == 2
+    if figure == "fig17":
+        own = next(ln for ln in ax.lines if ln.get_label() == label).get_color()
+    else:
+        own = next(c for c in ax.containers if c.get_label() == label)[0].get_facecolor()
+    assert to_rgba(marks[0].get_color()) == to_rgba(own)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"{label}: out of memory" in legend and label in legend
+
+
+def test_bar_ticks_are_the_x_values_when_the_column_is_float(tmp_path, monkeypatch):
+    """A report of numeric figures only gets a float ``x`` column: ticks still read 4, 8, ..."""
+    tidy = _tidy()
+    rows = tidy[tidy["figure"] == "fig18a"].astype({"x": float})
+    caught = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda self, *a, **k: caught.append(self))
+    draw("fig18a", [p for p in PANELS if p.figure == "fig18a"], rows, tmp_path)
+    assert [t.get_text() for t in caught[0].axes[0].get_xticklabels()] == ["4", "8", "12", "16"]
