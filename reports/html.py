@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from reports.spec import title
+
 
 def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str,
          timing: str) -> str:
@@ -38,7 +40,7 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
                      f"<td>{mark}</td><td>{esc(row.note)}</td></tr>")
     parts.append("</table><h2>Figures</h2>")
     for fig_id, setup in figures:
-        parts.append(f"<figure id='{fig_id}'><h3>{fig_id}</h3><p>{esc(setup)}</p>"
+        parts.append(f"<figure id='{fig_id}'><h3>{esc(title(fig_id))}</h3><p>{esc(setup)}</p>"
                      f"<img src='{fig_id}.png' alt='{fig_id}'></figure>")
     parts.append("<p>Data: <a href='figures.csv'>figures.csv</a> (figure, panel, series, "
                  "x_name, x, metric, value, unit, oom). A cross at zero in a series' colour "

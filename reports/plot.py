@@ -3,11 +3,13 @@
 No axis clips data: each panel's y range holds every finite value of its rows (out-of-memory
 points included) and zero, and a panel with negative values (Fig 13: apps Parrot slowed) draws
 its bars below a zero line. A point whose run ran out of KV memory is a cross at zero in its
-series' own colour, with a legend entry "<series>: out of memory".
+series' own colour, with a legend entry "<series>: out of memory". Each figure is titled with
+the paper's caption (``parrotsim.reports.spec.title``).
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -17,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, Panel  # noqa: E402
+from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, Panel, title  # noqa: E402
 
 COLORS = {
     "parrot": "#d62728", "parrot_paged_attention": "#ff7f0e", "parrot_without_sharing": "#bcbd22",
@@ -43,7 +45,8 @@ def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Pat
         ax.grid(alpha=0.3)
         if panel.panel:
             ax.set_title(panel.panel, fontsize=10)
-    fig.suptitle(figure, fontsize=11)
+    caption = textwrap.fill(title(figure), 52 * len(panels), break_on_hyphens=False)
+    fig.suptitle(caption, fontsize=10)
     fig.tight_layout()
     path = out / f"{figure}.png"
     fig.savefig(path, dpi=110)

@@ -99,5 +99,30 @@ PANELS: list[Panel] = [
 ]
 
 FIGURES: list[str] = list(dict.fromkeys(p.figure for p in PANELS))
+
+#: each figure's caption in the paper, in short form (the figure's title)
+CAPTIONS: dict[str, str] = {
+    "fig11a": "Chain summary: average latency with varying output lengths",
+    "fig11b": "Chain summary: average latency with varying chunk sizes",
+    "fig12a": "Chain summary with background requests: average latency",
+    "fig12b": "Multiple chain-summary applications: average JCT",
+    "fig13": "Latency difference of each of the 25 chain-summary apps, Baseline - Parrot",
+    "fig14a": "Map-reduce summary: average latency with varying output lengths",
+    "fig14b": "Map-reduce summary: average latency with varying chunk sizes",
+    "fig15": "Bing Copilot: average latency with varying batch sizes",
+    "fig16a": "Bing Copilot: latency per output token, batch size 32",
+    "fig16b": "Bing Copilot: latency per output token, batch size 64",
+    "fig17": "Multiple GPTs applications on 4 GPUs: normalized latency vs request rate",
+    "fig18a": "Multi-agent programming: latency with varying number of files",
+    "fig18b": "Multi-agent programming: KV cache memory with varying number of files",
+    "fig19": "Mixed chat and map-reduce on 4 GPUs: chat latency and map-reduce JCT",
+}
+
+
+def title(figure: str) -> str:
+    """``Fig 13: <caption>`` for figure id ``fig13``."""
+    return f"Fig {figure.removeprefix('fig')}: {CAPTIONS.get(figure, figure)}"
+
+
 #: normalized latency (ms per output token) under which a request rate counts as sustained
 FIG17_THRESHOLD_MS = 100.0

@@ -1,5 +1,5 @@
-"""The report's figures: no axis clips data, and OOM marks carry their series' colour and a
-legend entry.
+"""The report's figures: no axis clips data, OOM marks carry their series' colour and a legend
+entry, and every figure is titled with the paper's caption.
 
 The figures are drawn from a figures.csv-like frame covering every panel of ``PANELS``, with
 the awkward values the real report produces: negative Fig 13 differences (Parrot slower),
@@ -12,6 +12,7 @@ import matplotlib.figure
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
 from reports.derive import TIDY_COLUMNS
@@ -104,6 +105,16 @@ def test_oom_marks_use_their_series_colour_and_legend(drawn, figure, series):
     assert to_rgba(marks[0].get_color()) == to_rgba(own)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"{label}: out of memory" in legend and label in legend
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_titles_are_captions(drawn, figure):
+    fig, _ = drawn[figure]
+    text = fig.texts[0]
+    assert text.get_text() != figure and len(text.get_text()) > 30
+    assert f"Fig {figure.removeprefix('fig')}: " in text.get_text()
+    box = text.get_window_extent(FigureCanvasAgg(fig).get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height  # not cut
 
 
 def test_bar_ticks_are_the_x_values_when_the_column_is_float(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ def test_one_figure_end_to_end(tmp_path):
     assert (tidy["unit"] == "s").all() and (tidy["value"] > 0).all()
     page = (tmp_path / "index.html").read_text()
     assert "fig15.png" in page and "Headline claims" in page
+    assert "Fig 15: Bing Copilot: average latency with varying batch sizes" in page
     assert set(claims["figure"]) == {"fig15"}
     # a second build reads every run from the store
     again = build_report(tmp_path, ["fig15"], jobs=1, progress=False)
