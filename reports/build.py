@@ -8,6 +8,7 @@ Results are cached in ``OUT/results/<experiment>/`` (a re-run only simulates wha
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
         exp = _with_profile(shipped_experiments()[f"paper/{name}"], profile)
         results = out / "results" / exp.name
         if progress:
-            print(f"[report] {exp.name}: {exp.spec.description}", flush=True)
+            print(f"[report] {exp.name}: {exp.spec.description}", file=sys.stderr, flush=True)
         summary = run_experiment(exp, results, jobs=jobs, progress=progress)
         summaries[name] = (summary, results)
     rows = []

@@ -1,12 +1,14 @@
 """The ``parrotsim`` command line: one subcommand per module of this package.
 
 Exit status: 0 success, 1 a run or check failed, 2 bad input (the message names file, line and
-field; nothing is written).
+field; nothing is written), 141 stdout was closed before everything was printed (``parrotsim
+show DIR | head``: quietly, the status of a program stopped by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from parrotsim import __version__
@@ -38,6 +40,20 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ProfileError, AppError) as exc:
         print(f"parrotsim: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _discard_stdout()
+        return 141
+
+
+def _discard_stdout() -> None:
+    """The reader of stdout went away: send what is still buffered to /dev/null at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests capture it)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

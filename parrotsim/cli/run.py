@@ -30,7 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="re-run runs that are already stored")
     p.add_argument("--dry-run", action="store_true",
                    help="list the expanded runs and which are cached; run nothing")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it is shown only when "
+                   "stderr is a terminal)")
     p.set_defaults(main=main)
 
 

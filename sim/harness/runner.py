@@ -53,7 +53,8 @@ def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | No
 
     ``jobs``: local worker processes (default: the cores available; 1 runs in this process).
     ``backend``: ``local`` or ``ray`` (``address``: an existing Ray cluster). ``force``: re-run
-    cached runs too. Raises ``ExperimentError`` for an invalid file, before writing anything.
+    cached runs too. ``progress``: a bar on stderr, shown only when stderr is a terminal.
+    Raises ``ExperimentError`` for an invalid file, before writing anything.
     """
     exp = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
     out = Path(out_dir) if out_dir is not None else default_out(exp)
@@ -67,7 +68,7 @@ def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | No
         if run.key not in cached:
             todo.setdefault(run.key, run)
     records = dict(cached)
-    bar = _progress(len(todo) + len(cached), len(cached), progress)
+    bar = _progress(len(todo) + len(cached), len(cached), progress, exp.name)
     failed = 0
     try:
         tasks = [(key, run.config.model_dump(mode="json"), str(runs_dir))
@@ -86,11 +87,12 @@ def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | No
     return frame
 
 
-def _progress(total: int, initial: int, enabled: bool) -> Any:
+def _progress(total: int, initial: int, enabled: bool, label: str) -> Any:
+    """A tqdm bar on stderr named ``label``; off when not ``enabled`` or stderr is no terminal."""
     from tqdm import tqdm
 
-    bar = tqdm(total=total, initial=initial, unit="run", file=sys.stderr,
-               disable=not enabled, dynamic_ncols=True)
+    bar = tqdm(total=total, initial=initial, unit="run", file=sys.stderr, desc=label,
+               disable=None if enabled else True, dynamic_ncols=True)
     bar.set_postfix_str(f"ran 0, cached {initial}, failed 0")
     return bar
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from parrotsim.cli import main
@@ -30,10 +32,24 @@ def test_default_out_dir_and_progress_bar(tiny, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(tiny), "-j", "1"]) == 0
     assert (tmp_path / "results" / "tiny" / "summary.csv").is_file()
+    assert capsys.readouterr().err == ""  # stderr is not a terminal: no bar
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["run", str(tiny), "-j", "1", "--force"]) == 0
     err = capsys.readouterr().err
-    assert "12/12" in err and "ran 12, cached 0, failed 0" in err
+    assert "tiny: 100%" in err and "12/12" in err and "ran 12, cached 0, failed 0" in err
     assert main(["run", str(tiny), "-j", "1"]) == 0
     assert "ran 0, cached 12, failed 0" in capsys.readouterr().err
+
+
+def test_show_into_a_closed_pipe_exits_quietly(tiny, tmp_path):
+    """``parrotsim show DIR | head``: the reader goes away; no BrokenPipeError traceback."""
+    out = tmp_path / "out"
+    assert main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"]) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", "show", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # nobody reads: the first write finds a broken pipe
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141 and err == ""
 
 
 def test_show(tiny, tmp_path, capsys):

@@ -26,6 +26,14 @@ def test_one_figure_end_to_end(tmp_path):
     pd.testing.assert_frame_equal(claims.reset_index(drop=True), again.reset_index(drop=True))
 
 
+def test_report_progress_goes_to_stderr(tmp_path, capsys):
+    """stdout keeps only the result (the claims table and the last line); progress is on stderr."""
+    assert main(["report", "--figures", "fig15", "--out", str(tmp_path), "--jobs", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "[report] fig15" in err and "[report]" not in out
+    assert out.rstrip().endswith(f"report in {tmp_path}/index.html")
+
+
 def test_unknown_figure_is_a_usage_error(tmp_path, capsys):
     assert main(["report", "--figures", "fig99", "--out", str(tmp_path), "--quiet"]) == 2
     assert "unknown figure" in capsys.readouterr().err
