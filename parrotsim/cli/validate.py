@@ -2,8 +2,9 @@
 
 Reads the profile and ``<profile>.forward.csv`` beside it (written by ``parrotsim calibrate``),
 composes each held-out batch with the cost model and prints per point, and by batch kind
-(decode-only, prefill-only, mixed), the relative error against the measured time, then writes
-a predicted-vs-measured plot. Targets: median |error| <= 3 %, worst <= 10 %.
+(decode-only, prefill-only, mixed), the relative error against the measured time. Targets:
+median |error| <= 3 %, worst <= 10 %. It writes nothing unless asked: ``--plot FILE`` writes a
+predicted-vs-measured plot to FILE (its folders are created).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ def add_parser(sub) -> None:
                        description=__doc__)
     p.add_argument("profile", help="profile file or shipped profile name")
     p.add_argument("--points", type=Path, help="forward passes (default: beside the profile)")
-    p.add_argument("--plot", type=Path,
-                   help="plot file (default: reports/out/calibrate/<profile>_validate.png)")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="write a predicted-vs-measured plot to FILE (default: no plot)")
+    p.add_argument("--no-plot", action="store_true",
+                   help="write no plot even with --plot (kept for old scripts)")
     p.add_argument("--all", action="store_true", help="training points too")
     p.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     p.set_defaults(main=main)
@@ -50,8 +52,7 @@ def main(args: argparse.Namespace) -> int:
            and summary["all"]["worst"] <= val.TARGET_WORST)
     print(f"targets (median <= {100 * val.TARGET_MEDIAN:.0f} %, worst <= "
           f"{100 * val.TARGET_WORST:.0f} %): {'met' if met else 'MISSED'}")
-    if not args.no_plot:
-        plot = args.plot or Path("reports/out/calibrate") / f"{prof.name}_validate.png"
-        val.plot(rows, plot, f"{prof.name}: predicted vs measured")
-        print(f"plot: {plot}")
+    if args.plot and not args.no_plot:
+        val.plot(rows, args.plot, f"{prof.name}: predicted vs measured")
+        print(f"plot: {args.plot}")
     return 1 if args.strict and not met else 0

@@ -39,3 +39,14 @@ def test_calibrate_fit_from(tmp_path, capsys):
     assert main(["calibrate", "--fit-from", str(raw), "--out", str(out)]) == 0
     assert out.is_file() and (tmp_path / "h200_llama-7b.forward.csv").is_file()
     assert "median |error|" in capsys.readouterr().out
+
+
+def test_validate_writes_nothing_into_the_working_directory(tmp_path, monkeypatch, capsys):
+    """The plot is written only where ``--plot FILE`` says."""
+    name = SHIPPED[0] if SHIPPED else pytest.skip("no measured profile shipped")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", name]) == 0
+    assert list(tmp_path.iterdir()) == [] and "plot:" not in capsys.readouterr().out
+    assert main(["validate", name, "--plot", "sub/v.png"]) == 0
+    assert (tmp_path / "sub" / "v.png").is_file()
+    assert "plot: sub/v.png" in capsys.readouterr().out
