@@ -84,8 +84,8 @@ def test_example_sweep_is_valid(capsys, tmp_path):
 
     exp = load_experiment(ROOT / "experiments" / "example_sweep.yaml")
     engines = {r.config.cluster.engines for r in exp.runs}
-    policies = {r.config.cluster.scheduler.policy for r in exp.runs}
+    rates = {r.config.workload.rate for r in exp.runs}
     caps = {r.config.cluster.engine.capacity_tokens for r in exp.runs}
-    assert engines == {1, 2, 4} and policies == {"least_queue", "round_robin"}
-    assert caps == {4096, None}
+    assert engines == {1, 2, 4} and rates == {2.0, 8.0}
+    assert caps == {4096, None} and len(exp.runs) == 10
     assert {r.config.workload.kind for r in exp.runs} == {"sharegpt"}
