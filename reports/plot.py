@@ -31,10 +31,11 @@ OOM_SUFFIX = ": out of memory"
 
 
 def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Path:
-    """Write ``out/<figure>.png`` with one subplot per panel."""
+    """Write ``out/<figure>.png`` with one subplot per panel (``tidy``: rows as in figures.csv,
+    also read back with ``pd.read_csv``, where an empty panel name becomes NaN)."""
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
-        rows = tidy[(tidy["figure"] == figure) & (tidy["panel"] == panel.panel)]
+        rows = tidy[(tidy["figure"] == figure) & (tidy["panel"].fillna("") == panel.panel)]
         if panel.kind == "bar":
             _bars(ax, rows, panel)
         else:

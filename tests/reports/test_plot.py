@@ -50,7 +50,9 @@ def _tidy() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory) -> dict[str, tuple[matplotlib.figure.Figure, pd.DataFrame]]:
     """Every figure drawn by ``reports.plot.draw``, caught as it is saved, with its rows."""
-    out, tidy, caught = tmp_path_factory.mktemp("figs"), _tidy(), []
+    out, caught = tmp_path_factory.mktemp("figs"), []
+    _tidy().to_csv(out / "figures.csv", index=False)
+    tidy = pd.read_csv(out / "figures.csv")  # as a reader of the report gets it
     save = matplotlib.figure.Figure.savefig
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(matplotlib.figure.Figure, "savefig",
@@ -58,6 +60,7 @@ def drawn(tmp_path_factory) -> dict[str, tuple[matplotlib.figure.Figure, pd.Data
         for fig in FIGURES:
             draw(fig, [p for p in PANELS if p.figure == fig], tidy, out)
     assert all((out / f"{f}.png").is_file() for f in FIGURES)
+    tidy["panel"] = tidy["panel"].fillna("")
     return {f: (c, tidy[tidy["figure"] == f]) for f, c in zip(FIGURES, caught, strict=True)}
 
 
