@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from reports.spec import title
+from parrotsim.reports.spec import title
 
 
 def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str,

@@ -45,7 +45,7 @@ def test_show_into_a_closed_pipe_exits_quietly(tiny, tmp_path):
     """``parrotsim show DIR | head``: the reader goes away; no BrokenPipeError traceback."""
     out = tmp_path / "out"
     assert main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"]) == 0
-    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", "show", str(out)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "parrotsim", "show", str(out)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # nobody reads: the first write finds a broken pipe
     err = proc.stderr.read()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.experiment import load_experiment
-from sim.runner import run_experiment
+from parrotsim.sim.harness.experiment import load_experiment
+from parrotsim.sim.harness.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 METRICS = ["mean_jct", "p90_jct", "normalized_latency"]

@@ -15,9 +15,9 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
-from reports.derive import TIDY_COLUMNS
-from reports.plot import draw
-from reports.spec import FIGURES, PANELS, SERIES_LABELS
+from parrotsim.reports.derive import TIDY_COLUMNS
+from parrotsim.reports.plot import draw
+from parrotsim.reports.spec import FIGURES, PANELS, SERIES_LABELS
 
 OOM = {("fig17", "parrot_paged_attention"): {8.0, 16.0},
        ("fig18a", "parrot_without_sharing"): {12, 16}}
@@ -49,7 +49,7 @@ def _tidy() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory) -> dict[str, tuple[matplotlib.figure.Figure, pd.DataFrame]]:
-    """Every figure drawn by ``reports.plot.draw``, caught as it is saved, with its rows."""
+    """Every figure drawn by ``parrotsim.reports.plot.draw``, caught as it is saved, with its rows."""
     out, caught = tmp_path_factory.mktemp("figs"), []
     _tidy().to_csv(out / "figures.csv", index=False)
     tidy = pd.read_csv(out / "figures.csv")  # as a reader of the report gets it
