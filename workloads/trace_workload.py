@@ -54,6 +54,10 @@ class TraceReplay(WorkloadConfig):
             raise ValueError(f"trace file not found: {self.path}")
         return self
 
+    def input_files(self) -> dict[str, str]:
+        """The files this workload reads, by field (their content is in the run's cache key)."""
+        return {"path": self.path}
+
     def build(self, rng: np.random.Generator) -> list[App]:
         trace = load_trace(self.path, self.format, self.limit, self.models, self.chars_per_token)
         reqs = trace.requests

@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError
 from parrotsim.core.config import StrictConfig
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.fingerprint import InputFileError
 from parrotsim.sim.harness.shipped import resolve_experiment
 from parrotsim.sim.harness.store import run_key
 from parrotsim.sim.harness.yaml_positions import (
@@ -262,4 +263,8 @@ def _validate_run(data: dict, origins: dict[Path_, Path_],
     except ProfileError as exc:
         path = ("cluster", "profile")
         issues.add(source_path(path, origins), dotted(path), str(exc).splitlines()[0])
+        return None
+    except InputFileError as exc:
+        path = tuple(exc.field.split("."))
+        issues.add(source_path(path, origins), exc.field, str(exc).removeprefix(f"{exc.field}: "))
         return None

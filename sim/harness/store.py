@@ -16,8 +16,11 @@ and is replaced. A killed worker leaves only a staging directory, which nothing 
 is removed once its process is gone. Only runs with ``status: ok`` are cache hits; failed runs
 are retried.
 
-The key is ``sha256`` over the sorted-key JSON of the run's ``model_dump(mode="json")``, the
-content hash of its cost profile and ``sim.__version__`` (first 16 hex digits).
+The key is ``sha256`` (first 16 hex digits) over the sorted-key JSON of the run's
+``model_dump(mode="json")``, the content hash of its cost profile, ``sim.__version__`` and the
+fingerprints of :mod:`parrotsim.sim.fingerprint`: the simulator's source and package data, the plugin
+modules its parts come from and the content of every input file it names (trace files). Editing
+the code or an input file therefore re-runs the runs it affects.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 
 from parrotsim import __version__
 from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.fingerprint import input_hashes, plugin_hashes, source_hash
 from parrotsim.sim.harness.simulation import simulate
 from parrotsim.sim.model.profile import profile_hash
 
@@ -47,7 +51,9 @@ TABLES = ("calls", "apps", "engines")
 def run_key(config: RunConfig) -> str:
     """The cache key of one run (see module docstring)."""
     payload = {"config": config.model_dump(mode="json"),
-               "profile": profile_hash(config.cluster.profile), "version": __version__}
+               "profile": profile_hash(config.cluster.profile), "version": __version__,
+               "source": source_hash(), "plugins": plugin_hashes(config),
+               "inputs": input_hashes(config)}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -99,7 +105,7 @@ def write_run(runs_dir: Path, key: str, config: dict[str, Any], result: Any,
                 getattr(result, name).to_parquet(stage / f"{name}.parquet", index=False,
                                                   compression="zstd")
         meta = {"config": config, "profile_hash": profile_hash(config["cluster"]["profile"]),
-                "version": __version__}
+                "version": __version__, "source_hash": source_hash()}
         (stage / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
         if record["error"]:
             (stage / "error.txt").write_text(record["error"])

@@ -221,9 +221,11 @@ def shipped_profiles() -> dict[str, Path]:
             if p.name.endswith(".yaml")}
 
 
-@cache
 def load_profile(name_or_path: str) -> Profile:
-    """Load a shipped profile by name (``a100-80gb_llama-13b``) or a profile file by path."""
+    """Load a shipped profile by name (``a100-80gb_llama-13b``) or a profile file by path.
+
+    Parsed profiles are cached per process by path, size and modification time, so an edited
+    file is read again (and changes :func:`profile_hash`)."""
     path = Path(name_or_path)
     if not path.suffix:
         shipped = shipped_profiles()
@@ -233,7 +235,16 @@ def load_profile(name_or_path: str) -> Profile:
         path = shipped[name_or_path]
     if not path.is_file():
         raise ProfileError(f"{path}: no such profile file")
-    return parse_profile(path.read_text(), str(path))
+    st = path.stat()
+    return _parse_file(str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@cache
+def _parse_file(path: str, size: int, mtime_ns: int, ctime_ns: int) -> Profile:
+    return parse_profile(Path(path).read_text(), path)
+
+
+load_profile.cache_clear = _parse_file.cache_clear  # type: ignore[attr-defined]
 
 
 def profile_hash(name_or_path: str) -> str:
