@@ -3,10 +3,11 @@
 ``OUT/summary.csv`` and ``OUT/summary.parquet`` hold one row per expanded run (in expansion
 order): ``run_hash``, ``status`` (``ok`` or ``failed``), the labels (``variant``, one column per
 sweep axis named by its dotted path, ``seed``), the metrics of ``RunResult.summary``, ``error``
-(the traceback's last line; the whole traceback is in ``runs/<hash>/error.txt``) and every
-field of the run's config as a dotted column (``cluster.engines``, ``workload.rate``, ...).
-Labels and config values that are lists or mappings are JSON text. ``OUT/experiment.json``
-names the experiment and its label and metric columns (``parrotsim show`` reads it).
+(a failed run's whole exception message, its lines joined by `` | ``; the traceback is in
+``runs/<hash>/error.txt``) and every field of the run's config as a dotted column
+(``cluster.engines``, ``workload.rate``, ...). Labels and config values that are lists or
+mappings are JSON text. ``OUT/experiment.json`` names the experiment and its label and metric
+columns (``parrotsim show`` reads it).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def summary_frame(runs: list[ExpandedRun], records: dict[str, dict[str, Any]]) -
         row: dict[str, Any] = {"run_hash": run.key, "status": record["status"]}
         row.update({k: _cell(v) for k, v in run.labels.items()})
         row.update({m: record["metrics"].get(m, float("nan")) for m in metric_names})
-        row["error"] = _last_line(record.get("error", ""))
+        row["error"] = _one_line(record.get("error", ""))
         for k, v in flatten(run.config.model_dump(mode="json")).items():
             row.setdefault(k, _cell(v))
         rows.append(row)
@@ -133,9 +134,8 @@ def _cell(v: Any) -> Any:
     return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict, tuple)) else v
 
 
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else ""
+def _one_line(text: str) -> str:
+    return " | ".join(ln.strip() for ln in text.strip().splitlines() if ln.strip())
 
 
 def write_summary(out: Path, exp: Experiment, frame: pd.DataFrame) -> None:

@@ -74,28 +74,36 @@ def execute(key: str, config: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     """Run one simulation, store its tables under ``runs_dir/key`` and return its small record.
 
     This is the unit of work every backend ships to a worker. A run that raises is stored and
-    returned with ``status: failed`` and its traceback; it never raises itself.
+    returned with ``status: failed`` and the exception's whole message as ``error`` (its
+    traceback goes to ``error.txt``); it never raises itself.
     """
     start = time.perf_counter()
-    result = None
+    result, trace = None, ""
     try:
         result = simulate(RunConfig.model_validate(config))
         status, metrics, error = "ok", dict(result.summary), ""
-    except Exception:
-        status, metrics, error = "failed", {}, traceback.format_exc()
+    except Exception as exc:
+        status, metrics, error = "failed", {}, _message(exc)
+        trace = traceback.format_exc()
     record = {"key": key, "status": status, "metrics": metrics, "error": error,
               "elapsed_s": time.perf_counter() - start}
     try:
-        write_run(Path(runs_dir), key, config, result, record)
-    except Exception:
+        write_run(Path(runs_dir), key, config, result, record, trace)
+    except Exception as exc:
         record.update(status="failed", metrics={},
-                      error="could not store the run:\n" + traceback.format_exc())
+                      error=f"could not store the run: {_message(exc)}")
     return record
 
 
+def _message(exc: BaseException) -> str:
+    """The exception as the last lines of its traceback show it (type and whole message)."""
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
 def write_run(runs_dir: Path, key: str, config: dict[str, Any], result: Any,
-              record: dict[str, Any]) -> None:
-    """Write a run's files into a staging directory, then publish it as ``runs_dir/key``."""
+              record: dict[str, Any], trace: str = "") -> None:
+    """Write a run's files into a staging directory, then publish it as ``runs_dir/key``
+    (``trace``: the traceback of a failed run, written to ``error.txt``)."""
     runs_dir.mkdir(parents=True, exist_ok=True)
     stage = runs_dir / f".tmp-{key}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
@@ -108,7 +116,7 @@ def write_run(runs_dir: Path, key: str, config: dict[str, Any], result: Any,
                 "version": __version__, "source_hash": source_hash()}
         (stage / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
         if record["error"]:
-            (stage / "error.txt").write_text(record["error"])
+            (stage / "error.txt").write_text(trace or record["error"])
         stored = dict(record, metrics={k: None if isinstance(v, float) and math.isnan(v) else v
                                        for k, v in record["metrics"].items()})
         (stage / MARKER).write_text(json.dumps(stored, indent=1))
