@@ -1,10 +1,10 @@
 """Where runs execute: in this process, in a local process pool, or as Ray tasks.
 
-A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir)`` and yields the
-small records the workers return, in completion order. Workers write the run's tables into the
-store themselves, so only a few hundred bytes per run travel back. A task that cannot even
-report (its worker process died) yields a ``failed`` record built here, which is not stored, so
-the run is retried next time.
+A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir, plugins)`` and
+yields the small records the workers return, in completion order. Workers import the
+experiment's plugins, then write the run's tables into the store themselves, so only a few
+hundred bytes per run travel back. A task that cannot even report (its worker process died)
+yields a ``failed`` record built here, which is not stored, so the run is retried next time.
 
 Ray is imported only by :class:`RayBackend`; with ``address`` it joins that cluster (the runs
 directory must then be on a filesystem every node sees), without it it starts a local one or
@@ -22,7 +22,7 @@ from typing import Any
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.store import execute
 
-Task = tuple[str, dict[str, Any], str]
+Task = tuple[str, dict[str, Any], str, tuple[str, ...]]
 
 
 def default_jobs() -> int:

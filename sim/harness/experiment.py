@@ -26,6 +26,7 @@ from parrotsim.core.config import StrictConfig
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.fingerprint import InputFileError
+from parrotsim.sim.harness.plugins import PluginError, import_plugin, refresh_config, resolve
 from parrotsim.sim.harness.shipped import resolve_experiment
 from parrotsim.sim.harness.store import run_key
 from parrotsim.sim.harness.yaml_positions import (
@@ -56,6 +57,7 @@ class ExperimentSpec(StrictConfig):
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0], min_length=1)
     exclude: list[dict[str, Any]] = []
+    plugins: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class Experiment:
     source: str
     runs: tuple[ExpandedRun, ...]
     positions: Positions = field(default_factory=Positions, repr=False)
+    plugins: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -121,9 +124,28 @@ def experiment_from_data(data: Any, source: str = "<data>",
     spec = _validate_spec(data, issues)
     if spec is None:
         _raise_if_any(issues)
+    plugins = _load_plugins(spec, source, issues)
     runs = _expand(spec, _check_paths(spec, issues), issues)
     _raise_if_any(issues)
-    return Experiment(spec, source, tuple(runs), issues.positions)
+    return Experiment(spec, source, tuple(runs), issues.positions, plugins)
+
+
+def _load_plugins(spec: ExperimentSpec, source: str, issues: Issues) -> tuple[str, ...]:
+    """Import the file's plugins (see :mod:`sim.plugins`), relative to the file's folder; stop
+    at a plugin that fails, as the runs naming its tags could not be checked."""
+    base = Path(source).parent if Path(source).is_file() else Path.cwd()
+    resolved, failed = [], False
+    for i, entry in enumerate(spec.plugins):
+        try:
+            resolved.append(resolve(entry, base))
+            import_plugin(resolved[-1])
+        except PluginError as exc:
+            issues.add(("plugins", i), f"plugins.{i}", str(exc))
+            failed = True
+    if failed:
+        _raise_if_any(issues)
+    refresh_config()
+    return tuple(resolved)
 
 
 def expand(experiment: Experiment) -> list[ExpandedRun]:
@@ -142,7 +164,7 @@ def _validate_spec(data: dict, issues: Issues) -> ExperimentSpec | None:
             loc = tuple(err["loc"])
             bad.add(loc[0] if loc else None)
             issues.add(loc, dotted(loc), err["msg"], at_key=err["type"] == "extra_forbidden")
-    if bad & {None, "run", "variants", "sweep", "seeds", "exclude"}:
+    if bad & {None, "run", "variants", "sweep", "seeds", "exclude", "plugins"}:
         return None
     parts = {k: v for k, v in data.items() if k in ExperimentSpec.model_fields and k not in bad}
     return ExperimentSpec.model_validate({**parts, "name": "x"})

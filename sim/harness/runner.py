@@ -72,7 +72,7 @@ def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | No
     bar = _progress(len(todo) + len(cached), len(cached), progress, exp.name)
     failed = 0
     try:
-        tasks = [(key, run.config.model_dump(mode="json"), str(runs_dir))
+        tasks = [(key, run.config.model_dump(mode="json"), str(runs_dir), exp.plugins)
                  for key, run in todo.items()]
         for record in executor.map(tasks):
             records[record["key"]] = record

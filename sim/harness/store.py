@@ -41,6 +41,7 @@ from typing import Any
 from parrotsim import __version__
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.fingerprint import input_hashes, plugin_hashes, source_hash
+from parrotsim.sim.harness.plugins import load_plugins
 from parrotsim.sim.harness.simulation import simulate
 from parrotsim.sim.model.profile import profile_hash
 
@@ -70,16 +71,19 @@ def read_record(runs_dir: Path, key: str) -> dict[str, Any] | None:
     return record if record.get("status") in ("ok", "failed") else None
 
 
-def execute(key: str, config: dict[str, Any], runs_dir: str) -> dict[str, Any]:
+def execute(key: str, config: dict[str, Any], runs_dir: str,
+            plugins: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run one simulation, store its tables under ``runs_dir/key`` and return its small record.
 
-    This is the unit of work every backend ships to a worker. A run that raises is stored and
-    returned with ``status: failed`` and the exception's whole message as ``error`` (its
-    traceback goes to ``error.txt``); it never raises itself.
+    This is the unit of work every backend ships to a worker; ``plugins`` (resolved entries,
+    see :mod:`sim.plugins`) are imported first. A run that raises is stored and returned with
+    ``status: failed`` and the exception's whole message as ``error`` (its traceback goes to
+    ``error.txt``); it never raises itself.
     """
     start = time.perf_counter()
     result, trace = None, ""
     try:
+        load_plugins(plugins)
         result = simulate(RunConfig.model_validate(config))
         status, metrics, error = "ok", dict(result.summary), ""
     except Exception as exc:

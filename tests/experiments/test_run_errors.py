@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 import sim.simulation
+from pydantic import BaseModel
 from sim.runner import run_experiment
 
 
