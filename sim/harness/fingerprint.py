@@ -96,7 +96,9 @@ def _roots() -> tuple[Path, ...]:
     return tuple(Path(p.__file__).resolve().parent for p in PACKAGES)
 
 
-def _in_packages(path: Path) -> bool:
+@cache
+def _in_packages(file: str) -> bool:
+    path = Path(file).resolve()
     return any(path.is_relative_to(root) for root in _roots())
 
 
@@ -107,7 +109,7 @@ def plugin_hashes(config: Any) -> dict[str, str]:
     for dotted, part in _parts(config).items():
         module = sys.modules.get(type(part).__module__)
         file = getattr(module, "__file__", None)
-        if file and not _in_packages(Path(file).resolve()):
+        if file and not _in_packages(file):
             out[dotted] = file_hash(file)
     return out
 

@@ -228,15 +228,19 @@ def load_profile(name_or_path: str) -> Profile:
     file is read again (and changes :func:`profile_hash`)."""
     path = Path(name_or_path)
     if not path.suffix:
-        shipped = shipped_profiles()
-        if name_or_path not in shipped:
-            raise ProfileError(f"unknown profile {name_or_path!r}; shipped: "
-                               f"{', '.join(sorted(shipped))}")
-        path = shipped[name_or_path]
+        path = _shipped_path(name_or_path)
     if not path.is_file():
         raise ProfileError(f"{path}: no such profile file")
     st = path.stat()
     return _parse_file(str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@cache
+def _shipped_path(name: str) -> Path:
+    shipped = shipped_profiles()
+    if name not in shipped:
+        raise ProfileError(f"unknown profile {name!r}; shipped: {', '.join(sorted(shipped))}")
+    return shipped[name]
 
 
 @cache
