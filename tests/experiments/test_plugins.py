@@ -1,4 +1,4 @@
-"""User plugins (sim.plugins): policies defined in the user's own module, run in parallel
+"""User plugins (parrotsim.sim.harness.plugins): policies defined in the user's own module, run in parallel
 workers."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ seeds: [0, 1]
 def _run(tmp_path: Path, plugin: str, out: str, jobs: int) -> subprocess.CompletedProcess:
     (tmp_path / "exp.yaml").write_text(EXPERIMENT.format(plugin=plugin))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "lib")])}
-    return subprocess.run([sys.executable, "-m", "parrotsim.cli", "run", "exp.yaml", "--out", out,
+    return subprocess.run([sys.executable, "-m", "parrotsim", "run", "exp.yaml", "--out", out,
                            "--jobs", str(jobs), "-q"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sim.simulation
 from pydantic import BaseModel
-from sim.runner import run_experiment
+
+from parrotsim.sim.harness import store
+from parrotsim.sim.harness.runner import run_experiment
 
 
 def test_failed_run_keeps_whole_error_message(tiny, tmp_path, monkeypatch):
@@ -14,7 +15,7 @@ def test_failed_run_keeps_whole_error_message(tiny, tmp_path, monkeypatch):
     def simulate(cfg, apps=None):
         Knobs.model_validate({"slots": "many"})
 
-    monkeypatch.setattr(sim.simulation, "simulate", simulate)
+    monkeypatch.setattr(store, "simulate", simulate)
     frame = run_experiment(tiny, tmp_path / "out", jobs=1, progress=False)
     assert (frame["status"] == "failed").all()
     error = frame["error"].iloc[0]
