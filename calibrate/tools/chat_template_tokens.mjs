@@ -3,9 +3,12 @@
 //   "{system} USER: {message} ASSISTANT:"
 // counted with the LLaMA tokenizer (llama-tokenizer-js, the vocabulary of
 // hf-internal-testing/llama-tokenizer) as tokens(templated) - tokens(message), both with BOS.
-// Run: npm install llama-tokenizer-js@1.2.2 && node calibrate/tools/chat_template_tokens.mjs
+// Run (in any folder): npm install llama-tokenizer-js@1.2.2 && node PATH/TO/calibrate/tools/chat_template_tokens.mjs
 // Printed on 2026-12-03: 38 for every message below (sim/model/client.py CHAT_TEMPLATE_TOKENS).
-import llamaTokenizer from 'llama-tokenizer-js';
+import { pathToFileURL } from 'url';
+// resolved from the working directory, where `npm install` put it
+const { default: llamaTokenizer } = await import(pathToFileURL(
+  `${process.cwd()}/node_modules/llama-tokenizer-js/llama-tokenizer.js`).href);
 const system = "A chat between a curious user and an artificial intelligence assistant. The assistant gives helpful, detailed, and polite answers to the user's questions.";
 const msgs = [
   "Write a concise summary of the following:\n\n\"We study the problem of serving LLM applications.\"\n\nCONCISE SUMMARY:",

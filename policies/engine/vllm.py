@@ -9,6 +9,11 @@
   head of the waiting queue to refill prompt plus generated tokens).
 * ``capacity_tokens`` is the paper's ``VLLM_CAPACITY`` hack: the whole KV cache is capped at that
   many tokens and prompts longer than ``capacity - max_tokens - 100`` are truncated.
+* ``request_tracking`` is the artifact's ``VLLM_REQ_TRACK=1`` (set by the run scripts of Figs 17,
+  18 and 19): after each prefill iteration the worker decoded the prompt of every sequence of
+  the batch with the LLaMA tokenizer, synchronously, before the next iteration. It costs
+  :data:`REQUEST_TRACKING_S` per prompt and per prompt token, measured on this project's CPU by
+  ``calibrate/tools/vllm_request_tracking.py`` (transformers 4.35 ``LlamaTokenizerFast``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from parrotsim.sim.model.engine_policy import (
 )
 from parrotsim.sim.model.sequence import Batch, Sequence
 
+#: (seconds per prompt, seconds per prompt token) of decoding the prompts of a prefill batch
+REQUEST_TRACKING_S = (667e-6, 4.44e-6)
+
 
 @register_engine_policy
 class VllmConfig(EnginePolicyConfig):
@@ -36,6 +44,7 @@ class VllmConfig(EnginePolicyConfig):
     max_num_batched_tokens: int = Field(default=8000, gt=0)
     max_num_seqs: int = Field(default=256, gt=0)
     watermark: float = Field(default=0.01, ge=0, lt=1)
+    request_tracking: bool = False
 
     def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
         cap = capacity_tokens if self.capacity_tokens is None else self.capacity_tokens
@@ -59,6 +68,13 @@ class VllmPolicy(EnginePolicy):
             limit = self.cfg.capacity_tokens - seq.output_len - 100
             if seq.prompt_len > limit > 0:
                 seq.prompt_len = seq.fill_target = limit
+
+    def host_time(self, batch: Batch) -> float:
+        if not self.cfg.request_tracking or not batch.prefills:
+            return 0.0
+        per_prompt, per_token = REQUEST_TRACKING_S
+        return (per_prompt * len(batch.prefills)
+                + per_token * sum([seq.prompt_len for seq, _ in batch.prefills]))
 
     def schedule(self, state: EngineState) -> Batch:
         if not state.waiting:

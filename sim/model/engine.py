@@ -148,7 +148,8 @@ class Engine:
             return
         start = self.clock
         if batch.prefills:  # never cut short
-            end = start + self.cost.iteration_time(batch, *self._shared_groups(batch))
+            end = (start + self.cost.iteration_time(batch, *self._shared_groups(batch))
+                   + self.policy.host_time(batch))
             self._work = InFlight(start, end, batch)
             self._wake_at(end)
             return

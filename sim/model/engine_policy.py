@@ -48,6 +48,12 @@ class EnginePolicy:
         """Choose the next iteration's work (may admit, allocate and preempt)."""
         raise NotImplementedError
 
+    def host_time(self, batch: Batch) -> float:
+        """Seconds of host (CPU) work the engine software does on the engine's thread around a
+        prompt-filling iteration of ``batch``, beyond what the cost profile measured (added to
+        the iteration's duration)."""
+        return 0.0
+
     def on_iteration_end(self, state: EngineState, batch: Batch, steps: int,
                          finished: list[Sequence]) -> None:
         """Called when ``batch`` has run (``steps`` identical iterations for a decode stretch)

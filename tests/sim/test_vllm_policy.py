@@ -1,6 +1,11 @@
 """vLLM 0.1.4 scheduling on hand-built states: prefill priority, token budget, caps, preemption."""
 
-from parrotsim.policies.engine.vllm import VllmConfig, VllmPolicy
+import pytest
+
+from parrotsim.policies.engine.vllm import REQUEST_TRACKING_S, VllmConfig, VllmPolicy
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
+from parrotsim.workloads.app import Text, single_call_app
 from tests.sim.helpers import seq, state
 
 
@@ -100,3 +105,31 @@ def test_only_sequences_with_a_full_last_block_need_the_pool_to_keep_one():
         b = p.schedule(st)
         assert b.decodes == [full, part, small][:survivors]
         assert small.preemptions == (1 if survivors == 2 else 0)
+
+
+def test_request_tracking_costs_host_time_on_prefill_iterations_only():
+    per_prompt, per_token = REQUEST_TRACKING_S
+    off, on = policy(), policy(request_tracking=True)
+    st = state(1000, seq(100, 5), seq(300, 5))
+    prefill = on.schedule(st)
+    assert on.host_time(prefill) == pytest.approx(2 * per_prompt + 400 * per_token)
+    assert off.host_time(prefill) == 0.0
+    for s, n in prefill.prefills:
+        s.filled += n
+        s.generated = 1
+    decode = on.schedule(st)
+    assert decode.decodes and on.host_time(decode) == 0.0
+
+
+def test_request_tracking_delays_the_first_token_by_the_decode_time():
+    app = single_call_app("a-0", 0.0, [Text("p", tokens=1000)], 5)
+
+    def first_token(tracking: bool) -> float:
+        cfg = RunConfig.model_validate({
+            "workload": {"kind": "sharegpt", "num_requests": 1},
+            "client": {"kind": "langchain", "chat_template": "none"},
+            "cluster": {"engine": {"policy": "vllm", "request_tracking": tracking}}})
+        return float(simulate(cfg, apps=[app]).calls["first_token"].iloc[0])
+
+    per_prompt, per_token = REQUEST_TRACKING_S
+    assert first_token(True) - first_token(False) == pytest.approx(per_prompt + 1000 * per_token)
