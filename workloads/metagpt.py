@@ -16,12 +16,16 @@ tokens (``workloads/data/metagpt_rounds.csv``, from the artifact's GPT-4 logs of
 | 2, 4, 6, 8 | reviewer  | 4858          | 74        | 333 373 343 319 292 269 430 422   |
 | 3, 5, 7, 9 | reviser   | 5352          | 121       | 699 852 356 587 558 241 231 625   |
 
-Bug-for-bug with the artifact: rounds 4-9 replay the logged rounds 2-3; every branch of a round
-uses the last branch's divergent suffix length; file k > 8 reuses file k mod 8's output. The
-shared prefix (instructions plus the whole codebase and reviews so far) is constant text of the
-logged length, ``Text("metagpt/<app>/r<round>/shared")`` shared by the calls of that round
-only. The suffix is a per-branch ``Text`` (the artifact bound it as a per-call input, filled per
-branch); a zero-length suffix (the architect) is left out.
+Bug-for-bug with the artifact: rounds 4-9 replay the logged rounds 2-3 (``bench_hack_parrot.py``
+maps round i > 3 to logged round i % 2 + 2); every branch of a round uses the last branch's
+divergent suffix length; file k > 8 reuses file k mod 8's output. The shared prefix
+(instructions plus the whole codebase and reviews so far) is constant text of the logged length,
+``Text("metagpt/<app>/r<logged round>/shared")``: with ``reuse_logged_text`` (the artifact) a
+replayed round's prefix is the very text of the logged round it replays, so an engine that
+still holds that prefix context forks it instead of filling it again; without, every round
+has text of its own (as a real run, whose codebase changes every round, would). The suffix is a
+per-branch ``Text`` (the artifact bound it as a per-call input, filled per branch); a
+zero-length suffix (the architect) is left out.
 
 Round r+1 calls depend on every call of round r through data-free ``after`` edges (the history
 reaches them as constant text); ``stages`` are the rounds, which a Parrot client submits one
@@ -71,19 +75,21 @@ def replay_rounds(review_cycles: int = 4) -> list[Round]:
     return [architect, coder, *([reviewer, reviser] * review_cycles)]
 
 
-def metagpt_app(app_id: str, arrival: float, files: int, review_cycles: int = 4) -> App:
+def metagpt_app(app_id: str, arrival: float, files: int, review_cycles: int = 4,
+                reuse_logged_text: bool = True) -> App:
     """One MetaGPT task over ``files`` files (calls named ``r<round>_<role>_<file>``)."""
     calls: list[Call] = []
     stages: list[tuple[str, ...]] = []
     previous: tuple[str, ...] = ()
     for r, rnd in enumerate(replay_rounds(review_cycles)):
-        shared = Text(f"metagpt/{app_id}/r{r}/shared", rnd.shared_tokens)
+        text = r if r <= 3 or not reuse_logged_text else r % 2 + 2  # the round whose text
+        shared = Text(f"metagpt/{app_id}/r{text}/shared", rnd.shared_tokens)
         names = []
         for k in range(files):
             name = f"r{r}_{rnd.role}_{k}"
             prompt: tuple[Text, ...] = (shared,)
             if rnd.divergent_tokens > 0:
-                prompt += (Text(f"metagpt/{app_id}/r{r}/file{k}", rnd.divergent_tokens),)
+                prompt += (Text(f"metagpt/{app_id}/r{text}/file{k}", rnd.divergent_tokens),)
             out_tokens = rnd.outputs[k % len(rnd.outputs)]
             calls.append(Call(name, prompt, f"{name}.out", out_tokens, after=previous))
             names.append(name)
@@ -99,7 +105,8 @@ class MetaGpt(WorkloadConfig):
     """MetaGPT task(s) writing ``files`` files (Fig 18: 4, 8, 12, 16), arriving at ``start``.
 
     ``tasks`` independent copies arrive together (each with its own content ids); the paper
-    runs one.
+    runs one. ``reuse_logged_text``: replayed rounds reuse the logged rounds' text (see the
+    module docstring; the artifact's replay).
     """
 
     kind: Literal["metagpt"] = "metagpt"
@@ -108,7 +115,9 @@ class MetaGpt(WorkloadConfig):
     review_cycles: int = Field(default=4, ge=0)
     tasks: int = Field(default=1, gt=0)
     start: float = Field(default=0.0, ge=0)
+    reuse_logged_text: bool = True
 
     def build(self, rng: np.random.Generator) -> list[App]:
-        return [metagpt_app(f"metagpt-{t}", self.start, self.files, self.review_cycles)
+        return [metagpt_app(f"metagpt-{t}", self.start, self.files, self.review_cycles,
+                            self.reuse_logged_text)
                 for t in range(self.tasks)]

@@ -41,8 +41,10 @@ class ClusterConfig(StrictConfig):
 
     ``kernel`` is the decode attention kernel whose cost curve batches of forked sequences use;
     ``prefix_cache`` lets engines keep shared prefix contexts that calls fork (Parrot's
-    ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel), freed
-    ``prefix_ttl_s`` seconds after their last user finished.
+    ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel). With
+    ``prefix_lifetime: users`` a prefix is freed ``prefix_ttl_s`` seconds after its last user
+    finished; with ``app`` it is kept until every app that used it has ended (the Parrot
+    artifact kept prefix contexts in the process's memory space until the process ended).
     """
 
     engines: int = Field(default=1, ge=1)
@@ -53,6 +55,7 @@ class ClusterConfig(StrictConfig):
     block_size: int = Field(default=16, gt=0)
     prefix_cache: bool = False
     prefix_ttl_s: float = Field(default=0.0, ge=0)
+    prefix_lifetime: Literal["users", "app"] = "users"
     fast_forward: bool = True
 
 

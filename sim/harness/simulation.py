@@ -84,7 +84,8 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     for i in range(cfg.cluster.engines):
         kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
                      cfg.cluster.block_size)
-        cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s)
+        cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s,
+                             cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
         cost = CostModel(profile, engine_cfg.runtime, prefill_memo)
         engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
@@ -105,8 +106,13 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     finished: list = []
     all_done = env.event()
 
+    keeps_for_apps = cfg.cluster.prefix_cache and cfg.cluster.prefix_lifetime == "app"
+
     def on_app_done(run) -> None:
         finished.append(run)
+        if keeps_for_apps:
+            for engine in engines:
+                engine.prefix_cache.app_ended(run.app.app_id)
         if not run.app.background:
             foreground[0] -= 1
             if foreground[0] == 0:
@@ -140,7 +146,7 @@ def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
     if info.shared_prefix is None or not 0 < info.shared_tokens < info.prompt_len:
         return seq
     parent, fill = engine.prefix_cache.acquire(info.shared_prefix, info.shared_tokens,
-                                               engine.env.now)
+                                               engine.env.now, info.app_id)
     if fill is not None:
         fill.engine_id = engine.engine_id
         engine.submit(fill)

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from parrotsim.cli.workloads import main
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.simulation import simulate
 from parrotsim.workloads.app import call_dependencies, prompt_tokens, validate_app
-from parrotsim.workloads.metagpt import MetaGpt, logged_rounds
+from parrotsim.workloads.metagpt import MetaGpt, logged_rounds, metagpt_app
 
 
 def _replays(parrot_data):
@@ -69,3 +71,34 @@ def test_describe_metagpt_16_files(capsys):
     assert "DAG depth 10 calls, width 16 calls" in out
     # round 3 (revisers): 16 x (5352 + 121) prompt tokens, outputs of files 1-8 twice
     assert "87,568" in out and "8,298" in out
+
+
+def _shared_text(app, round_: int) -> str:
+    call = next(c for c in app.calls if c.name.startswith(f"r{round_}_"))
+    return call.prompt[0].content_id
+
+
+def test_replayed_rounds_reuse_the_logged_rounds_text():
+    reused = metagpt_app("m", 0.0, files=2)
+    assert [_shared_text(reused, r).split("/", 2)[2] for r in range(10)] == \
+        [f"r{r}/shared" for r in (0, 1, 2, 3, 2, 3, 2, 3, 2, 3)]
+    fresh = metagpt_app("m", 0.0, files=2, reuse_logged_text=False)
+    assert len({_shared_text(fresh, r) for r in range(10)}) == 10
+
+
+def test_reused_prefixes_kept_for_the_app_are_filled_once():
+    """With the artifact's replay and prefix lifetime, rounds 4-9 fork the prefixes of rounds
+    2-3 still cached: Parrot's latency drops; with prefixes freed after their round it does
+    not."""
+    def jct(lifetime: str, reuse: bool) -> float:
+        cfg = RunConfig.model_validate({
+            "workload": {"kind": "metagpt", "files": 2, "reuse_logged_text": reuse},
+            "client": {"kind": "parrot"},
+            "cluster": {"prefix_cache": True, "prefix_lifetime": lifetime,
+                        "engine": {"policy": "parrot"},
+                        "scheduler": {"policy": "parrot", "dag_aware": True}}})
+        return simulate(cfg).summary["mean_jct"]
+
+    kept = jct("app", True)
+    assert kept < jct("users", True)
+    assert jct("users", True) == jct("users", False)  # freed each round: the reuse is unseen
