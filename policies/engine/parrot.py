@@ -101,8 +101,14 @@ class ParrotEnginePolicy(EnginePolicy):
         return (seq.arrived, seq.uid)
 
     def _fill_tokens(self, seq: Sequence) -> int:
+        """Tokens of the sequence's next Fill job: the rest of its prompt, up to the chunk size
+        and the next of its ``fill_breaks`` (a constant prefix filled by a job of its own)."""
         chunk = self.cfg.fill_chunk_size
-        return seq.to_fill if chunk is None else min(seq.to_fill, chunk)
+        n = seq.to_fill if chunk is None else min(seq.to_fill, chunk)
+        for b in seq.fill_breaks:
+            if b > seq.filled:
+                return min(n, b - seq.filled)
+        return n
 
     @staticmethod
     def _fill_blocks(state: EngineState, seq: Sequence, n: int) -> int:

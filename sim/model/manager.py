@@ -24,7 +24,7 @@ def plain_sequence(info: CallInfo, engine: Engine) -> Sequence:
     """A sequence that fills its whole prompt (no prefix sharing)."""
     return Sequence(info.uid, info.app_id, info.call, info.prompt_len, info.output_len,
                     order=(info.app_seq, info.uid), max_requests=info.max_requests,
-                    request=info)
+                    request=info, fill_breaks=info.fill_breaks)
 
 
 class Manager:

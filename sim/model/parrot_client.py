@@ -40,10 +40,15 @@ class ParrotClientConfig(StrictConfig):
     its inputs complete, and the artifact's streaming of partial outputs into the consumer's
     fill is not modelled; calls with ``after`` edges always wait for completion, since their
     prompt text stands for the predecessors' results) or ``complete`` (its producers finished,
-    as the paper's text and the HEAD code do)."""
+    as the paper's text and the HEAD code do). ``prefix_fill_job``: the artifact ran a call as
+    three requests in turn, Fill(constant prefix), Fill(rest), Generate
+    (``parrot/os/process/thread.py``), so an engine fills a call's leading constant text in a
+    job of its own unless the call forks it from a cached context; off, one Fill job takes the
+    whole prompt."""
 
     kind: Literal["parrot"] = "parrot"
     stagger_s: float = Field(default=0.001, ge=0)
+    prefix_fill_job: bool = True
     cache_prefix: bool = True
     deduction: bool = True
     readiness: Literal["complete", "dispatched"] = "dispatched"
@@ -204,11 +209,13 @@ class ParrotClient:
             uid = self.next_uid()
             prompt = prompt_tokens(app, call, s.lengths)
             keys, lens = prefix_keys(app, call, s.lengths)
-            shared = shared_prefix(app, call) if self.cfg.cache_prefix else None
+            constant = shared_prefix(app, call)
+            shared = constant if self.cfg.cache_prefix else None
+            breaks = (constant[1],) if self.cfg.prefix_fill_job and constant else ()
             s.infos[call.name] = CallInfo(
                 uid, app.app_id, s.seq, call.name, prompt, call.output_tokens, app_kind=app.kind,
                 max_requests=call.hints.max_requests_per_engine, prefix_keys=tuple(keys),
                 prefix_lens=tuple(lens), shared_prefix=shared[0] if shared else None,
                 shared_tokens=shared[1] if shared else 0, objective=objectives.get(call.name),
-                task_group=groups.get(call.name), depth=depths[call.name])
+                task_group=groups.get(call.name), depth=depths[call.name], fill_breaks=breaks)
 

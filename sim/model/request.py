@@ -28,7 +28,8 @@ class CallInfo:
     (``None``: no sharing). ``objective`` and ``task_group`` come from performance-objective
     deduction; ``depth`` is the call's topological depth in its app's DAG; ``app_seq`` the
     arrival rank of its app (for app-level FIFO); ``max_requests`` the call's dispatch hint
-    (Parrot's ``requests_num_upperbound``).
+    (Parrot's ``requests_num_upperbound``); ``fill_breaks`` the prompt positions (tokens)
+    where a fill job of Parrot's engine ends (its constant prefix is a job of its own).
 
     What the model stamps: ``rtt`` (the call's network round trip), ``sent`` (by the client),
     ``arrived`` (at the manager), ``dispatched`` (to ``engine``), ``returned`` (output back at
@@ -51,6 +52,7 @@ class CallInfo:
     task_group: str | None = None
     depth: int = 0
     priority: int = 0
+    fill_breaks: tuple[int, ...] = ()
     rtt: float = 0.0
     sent: float = -1.0
     arrived: float = -1.0

@@ -30,13 +30,15 @@ class Sequence:
         "uid", "app_id", "call", "order", "prompt_len", "cached_len", "output_len",
         "fill_target", "filled", "generated", "ctx", "prefix_ctx", "max_requests", "arrived", "admitted",
         "first_token", "finished", "preemptions", "request", "fill_of", "engine_id", "last_fill",
+        "fill_breaks",
         "waiting_inputs",
     )
 
     def __init__(self, uid: int, app_id: str, call: str, prompt_len: int, output_len: int,
                  order: tuple = (), cached_len: int = 0, prefix_ctx: Context | None = None,
                  max_requests: int | None = None, request: CallInfo | None = None,
-                 fill_of: PrefixEntry | None = None) -> None:
+                 fill_of: PrefixEntry | None = None,
+                 fill_breaks: tuple[int, ...] = ()) -> None:
         self.uid = uid
         self.app_id = app_id
         self.call = call
@@ -59,6 +61,7 @@ class Sequence:
         self.preemptions = 0
         self.request = request
         self.fill_of = fill_of
+        self.fill_breaks = fill_breaks  # prompt positions where a fill job ends
         self.engine_id = -1
 
     @property

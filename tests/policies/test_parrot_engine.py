@@ -246,3 +246,14 @@ def test_fast_forward_matches_stepping(scheduler: str):
             apply(q, b, st2, k)
             i += k
         assert i == len(trace)
+
+
+def test_constant_prefix_is_a_fill_job_of_its_own():
+    """The artifact's Fill(constant prefix), Fill(rest), Generate: three jobs in turn."""
+    p = policy()
+    s = seq(100, 2, fill_breaks=(40,))
+    st = state(1000, s)
+    assert [fills(step(p, st)) for _ in range(2)] == [[40], [60]]
+    assert step(p, st).decodes == [s]
+    forked = seq(100, 2, fill_breaks=(40,), cached_len=40)  # prefix forked: no job for it
+    assert fills(step(policy(), state(1000, forked))) == [60]
