@@ -24,11 +24,18 @@ then least remaining token capacity), else load balance (most remaining slots). 
 engine takes whole is split: the engine taking the longest leading part gets it, and so on.
 
 ``mode="artifact"`` is what the paper's experiments ran (experiments.md 3.2): calls one at a
-time in queue order (``app_fifo``: stable by ``CallInfo.priority`` descending, which the manager
-raises for successors of dispatched calls), the same admission filters, then first engine holding
-the prefix (``ctx_aware``), else fewest remaining slots (``dag_aware``), else most; no task
-groups, no shared-prefix sets, no objectives (a call's bound is its hint, default unbounded),
-no latency/throughput preference.
+time in queue order, the same admission filters, then first engine holding the prefix
+(``ctx_aware``), else fewest remaining slots (``dag_aware``), else most; no task groups, no
+shared-prefix sets, no objectives (a call's bound is its hint, default unbounded), no
+latency/throughput preference. The queue order is the artifact's thread queue, which the
+scheduler keeps itself: calls join at the back in arrival order; with ``app_fifo`` a dispatched
+call "pulls" its ready successors to the front (the artifact gave them priority 1 and re-sorted
+the queue, priority descending, stable: depth-first per app). A call is taken as a ready
+successor when it arrives at the instant the scheduler dispatched a call of its app at a smaller
+depth (the Parrot client's default ``readiness: dispatched`` submits a call at the instant its
+last producer is dispatched); calls pulled at one instant keep their arrival order, ahead of the
+calls pulled earlier. (The artifact's ``CallInfo`` carries no DAG edges, so a same-app call
+deeper in the DAG that becomes ready at that instant for another reason is pulled too.)
 
 Decisions update a private copy of the loads; the manager applies the real accounting, and
 should set an engine's ``requests_bound`` from :meth:`ParrotScheduler.call_bound`.
@@ -90,6 +97,12 @@ class ParrotScheduler(ClusterPolicy):
 
     def __init__(self, cfg: ParrotSchedulerConfig) -> None:
         self.cfg = cfg
+        # artifact mode: the thread queue's order (uids), the current instant, the calls pulled
+        # to the front at that instant and, per app, the smallest depth dispatched at it
+        self._order: list[int] = []
+        self._instant: float | None = None
+        self._pulled: list[int] = []
+        self._dispatched: dict[str, int] = {}
 
     # ---- per-call facts ------------------------------------------------------------------
     def objective(self, call: CallInfo) -> str | None:
@@ -118,9 +131,11 @@ class ParrotScheduler(ClusterPolicy):
                        set(e.prefixes)) for i, e in enumerate(engines)]
         out: list[tuple[CallInfo, int]] = []
         if cfg.mode == "artifact":
-            order = sorted(queue, key=lambda c: -c.priority) if cfg.app_fifo else list(queue)
+            order = self._artifact_order(queue, now) if cfg.app_fifo else queue
             for call in order:
                 self._place([call], loads, out)
+            if cfg.app_fifo:
+                self._dispatched_now(order, out)
             return out
         if cfg.app_fifo:
             order = sorted(queue, key=lambda c: (c.app_seq, c.depth))
@@ -147,6 +162,36 @@ class ParrotScheduler(ClusterPolicy):
             done.update(c.uid for c in unit)
             self._place(unit, loads, out)
         return out
+
+    def _artifact_order(self, queue: list[CallInfo], now: float) -> list[CallInfo]:
+        """The artifact's thread-queue order of ``queue`` with App-FIFO promotion: calls pulled
+        to the front at this instant (in arrival order), then the queue as it was, then the
+        other new arrivals (see module docstring)."""
+        if now != self._instant:
+            self._instant, self._pulled, self._dispatched = now, [], {}
+        by_uid = {c.uid: c for c in queue}
+        known = set(self._order)
+        for c in queue:
+            if c.uid not in known:
+                depth = self._dispatched.get(c.app_id)
+                if depth is not None and depth < c.depth:
+                    self._pulled.append(c.uid)
+                else:
+                    self._order.append(c.uid)
+        pulled = set(self._pulled)
+        self._pulled = [u for u in self._pulled if u in by_uid]
+        rest = [u for u in self._order if u in by_uid and u not in pulled]
+        self._order = self._pulled + rest
+        return [by_uid[u] for u in self._order]
+
+    def _dispatched_now(self, order: list[CallInfo], out: list[tuple[CallInfo, int]]) -> None:
+        """Remember this consult's decisions: their calls leave the queue, and their apps may
+        pull successors that arrive at this instant."""
+        placed = {c.uid for c, _ in out}
+        for c, _ in out:
+            self._dispatched[c.app_id] = min(self._dispatched.get(c.app_id, c.depth), c.depth)
+        self._pulled = [u for u in self._pulled if u not in placed]
+        self._order = [c.uid for c in order if c.uid not in placed]
 
     def _place(self, unit: list[CallInfo], loads: list[_Load],
                out: list[tuple[CallInfo, int]]) -> None:

@@ -51,7 +51,6 @@ class CallInfo:
     objective: Objective | None = None
     task_group: str | None = None
     depth: int = 0
-    priority: int = 0
     fill_breaks: tuple[int, ...] = ()
     rtt: float = 0.0
     sent: float = -1.0

@@ -155,9 +155,51 @@ def test_artifact_mode():
     assert placed(sched(**art).dispatch([c], es, 0.0)) == {c.uid: 2}
     assert placed(sched(dag_aware=True, **art).dispatch([c], es, 0.0)) == {c.uid: 1}
     assert placed(sched(ctx_aware=True, **art).dispatch([c], es, 0.0)) == {c.uid: 1}
-    first, succ = ci(), ci(priority=1)
-    out = sched(app_fifo=True, **art).dispatch([first, succ], engines(1, max_requests=1), 0.0)
-    assert placed(out) == {succ.uid: 0}
     group = [ci(task_group="g") for _ in range(3)]  # no groups: best fit packs them anyway
     out = sched(dag_aware=True, **art).dispatch(group, engines(2), 0.0)
     assert set(placed(out).values()) == {0}
+
+
+def test_artifact_app_fifo_pulls_ready_successors_to_the_front():
+    """experiments.md 3.2: a dispatched thread's ready successors get priority 1 and the queue is
+    re-sorted (priority descending, stable). Successors arrive at the instant their producer is
+    dispatched (pipelined readiness); one engine slot frees at t = 1 and t = 2."""
+    def run(app_fifo: bool) -> list[list[str]]:
+        s = sched(mode="artifact", app_fifo=app_fifo)
+        a0, b0, c0 = ci(app="a", seq=0), ci(app="b", seq=1), ci(app="c", seq=2)
+        a1, a2 = ci(app="a", seq=0, depth=1), ci(app="a", seq=0, depth=1)
+        a3 = ci(app="a", seq=0, depth=2)
+        name = {a0.uid: "a0", b0.uid: "b0", c0.uid: "c0", a1.uid: "a1", a2.uid: "a2",
+                a3.uid: "a3"}
+        full = engines(1, max_requests=1, num_requests=1)
+        rounds = [[name[c.uid] for c, _ in s.dispatch([a0, b0, c0], engines(1, max_requests=1),
+                                                     0.0)]]
+        # the manager consults the policy once per arrival; a0's successors arrive at t = 0
+        assert s.dispatch([b0, c0, a1], full, 0.0) == []
+        assert s.dispatch([b0, c0, a1, a2], full, 0.0) == []
+        queue = [b0, c0, a1, a2]
+        for t in (1.0, 2.0):
+            out = s.dispatch(queue, engines(1, max_requests=1), t)
+            rounds.append([name[c.uid] for c, _ in out])
+            queue = [c for c in queue if c not in {c for c, _ in out}]
+            if t == 1.0 and rounds[-1] == ["a1"]:  # a1's successor arrives when a1 dispatches
+                queue.append(a3)
+                assert s.dispatch(queue, full, t) == []
+        return rounds
+
+    assert run(True) == [["a0"], ["a1"], ["a3"]]  # depth-first through app a
+    assert run(False) == [["a0"], ["b0"], ["c0"]]  # arrival order
+
+
+def test_artifact_app_fifo_keeps_the_order_of_calls_pulled_together_and_later_arrivals_queue():
+    s = sched(mode="artifact", app_fifo=True)
+    a0, b0 = ci(app="a", seq=0), ci(app="b", seq=1)
+    succ = [ci(app="a", seq=0, depth=1) for _ in range(3)]
+    late = ci(app="a", seq=0, depth=1)  # same app, arrives at a later instant: not pulled
+    full = engines(1, max_requests=1, num_requests=1)
+    assert placed(s.dispatch([a0, b0], engines(1, max_requests=1), 0.0)) == {a0.uid: 0}
+    for i in range(3):
+        assert s.dispatch([b0, *succ[:i + 1]], full, 0.0) == []
+    assert s.dispatch([b0, *succ, late], full, 0.5) == []
+    out = s.dispatch([b0, *succ, late], engines(1, max_requests=5), 1.0)
+    assert [c.uid for c, _ in out] == [*(c.uid for c in succ), b0.uid, late.uid]
