@@ -4,18 +4,17 @@ Pure functions over :class:`~parrotsim.workloads.app.App` (no SimPy). Edges are 
 (producers of referenced variables plus data-free ``after`` edges).
 
 Performance-objective deduction (paper section 5.2, experiments.md 3.1) walks the DAG backwards
-from the app's final outputs (``app.outputs`` with ``app.criterion``). Two readings exist:
-
-* ``mode="paper"`` (default), the paper's text: a throughput output makes every producer and
-  ancestor throughput-preferred. A latency output makes its producer latency-sensitive; walking
-  backwards, the immediate predecessors of a latency-sensitive call are latency-sensitive too,
-  except *parallel* predecessors, which form a task group whose whole completion time matters
-  (throughput-preferred): two or more calls at the same depth with the same set of consumers
-  (Fig 9: the shared predecessor of the two output producers is latency-sensitive, the fan-in of
-  each producer is a group; map-reduce: the maps are one group feeding the latency-sensitive
-  reduce; a chain: all latency-sensitive). Ancestors of a throughput call are throughput.
-* ``mode="head"``, the HEAD refactor's ``activate_sv`` (experiments.md 3.3): the criterion is
-  copied unchanged to every ancestor, and all predecessors of one consumer form a group.
+from the app's final outputs (``app.outputs`` with ``app.criterion``), as the paper's text
+reads: a throughput output makes every producer and ancestor throughput-preferred. A latency
+output makes its producer latency-sensitive; walking backwards, the immediate predecessors of a
+latency-sensitive call are latency-sensitive too, except *parallel* predecessors, which form a
+task group whose whole completion time matters (throughput-preferred): two or more calls at the
+same depth with the same set of consumers (Fig 9: the shared predecessor of the two output
+producers is latency-sensitive, the fan-in of each producer is a group; map-reduce: the maps are
+one group feeding the latency-sensitive reduce; a chain: all latency-sensitive). Ancestors of a
+throughput call are throughput. (The HEAD refactor's ``activate_sv``, experiments.md 3.3, copies
+the criterion unchanged to every ancestor and groups all predecessors of one consumer; that
+reading is not modelled.)
 
 The artifact that produced the paper's figures had no automatic pass (experiments.md 3.2, 9):
 deduction was realized through configs and per-call annotations; ``deduce_objectives(app,
@@ -29,13 +28,11 @@ latency -> at most 4 requests / 4096 tokens on the engine, throughput -> unbound
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from parrotsim.workloads.app import App, CallHints, call_dependencies, topological_order
 
 Objective = Literal["latency", "throughput"]  # same as parrotsim.sim.model.cluster_policy.Objective
-DeductionMode = Literal["paper", "head"]
 
 UNBOUNDED_REQUESTS = 1 << 30
 UNBOUNDED_TOKENS = 1 << 60
@@ -74,32 +71,21 @@ def depths(app: App) -> dict[str, int]:
 call_depths = depths  # the name the simulator imports
 
 
-def task_groups(app: App, mode: DeductionMode = "paper") -> dict[str, str]:
+def task_groups(app: App) -> dict[str, str]:
     """Call name -> task-group id for calls in a group (calls in no group are absent).
 
-    ``paper``: calls at the same depth with the same non-empty set of consumers, at least two of
-    them, none producing a latency-critical final output. ``head``: all predecessors (at least
-    two) of one consumer; a call feeding several consumers joins the first consumer's group.
-    The id is ``"{app_id}/{consumer}"`` (first consumer in app order; ``+N`` when there are N
-    more, ``#k`` if that is taken).
+    A group: calls at the same depth with the same non-empty set of consumers, at least two of
+    them, none producing a latency-critical final output. The id is ``"{app_id}/{consumer}"``
+    (first consumer in app order; ``+N`` when there are N more, ``#k`` if that is taken).
     """
     cons = consumers(app)
     order = [c.name for c in topological_order(app)]
     keys: dict[tuple, list[str]] = {}
-    if mode == "paper":
-        depth = depths(app)
-        exclude = _latency_producers(app)
-        for name in order:
-            if cons[name] and name not in exclude:
-                keys.setdefault((frozenset(cons[name]), depth[name]), []).append(name)
-    else:
-        deps = dependencies(app)
-        taken: set[str] = set()
-        for name in order:
-            members = [d for d in deps[name] if d not in taken]
-            if len(deps[name]) >= 2 and members:
-                keys[(frozenset([name]), 0)] = members
-                taken.update(members)
+    depth = depths(app)
+    exclude = _latency_producers(app)
+    for name in order:
+        if cons[name] and name not in exclude:
+            keys.setdefault((frozenset(cons[name]), depth[name]), []).append(name)
     rank = {c.name: i for i, c in enumerate(app.calls)}
     out: dict[str, str] = {}
     used: set[str] = set()
@@ -116,8 +102,7 @@ def task_groups(app: App, mode: DeductionMode = "paper") -> dict[str, str]:
     return out
 
 
-def deduce_objectives(app: App, enabled: bool = True,
-                      mode: DeductionMode = "paper") -> dict[str, Objective]:
+def deduce_objectives(app: App, enabled: bool = True) -> dict[str, Objective]:
     """Call name -> deduced objective (empty when ``enabled`` is False: the artifact's way)."""
     if not enabled:
         return {}
@@ -125,7 +110,7 @@ def deduce_objectives(app: App, enabled: bool = True,
     cons = consumers(app)
     final = _latency_producers(app) if app.criterion == "latency" else set()
     out_producers = {producers(app)[v] for v in app.outputs}
-    groups = task_groups(app, mode)
+    groups = task_groups(app)
     objective: dict[str, Objective] = {}
     reached: set[str] = set(out_producers)
     for call in reversed(order):  # consumers are decided before their producers
@@ -134,8 +119,6 @@ def deduce_objectives(app: App, enabled: bool = True,
             reached.add(name)
         if name not in reached:
             objective[name] = "throughput"
-        elif mode == "head":
-            objective[name] = app.criterion
         elif name in final:
             objective[name] = "latency"
         elif name not in groups and any(objective.get(c) == "latency" for c in cons[name]):
@@ -159,31 +142,6 @@ def lower(objective: Objective | None, hints: CallHints | int | None = None,
         reqs, toks = UNBOUNDED_REQUESTS, UNBOUNDED_TOKENS
     hint = hints.max_requests_per_engine if isinstance(hints, CallHints) else hints
     return (hint if hint is not None else reqs), toks
-
-
-@dataclass(frozen=True, slots=True)
-class CallAnalysis:
-    """What the manager needs per call to fill a :class:`~parrotsim.sim.model.cluster_policy.CallInfo`."""
-
-    depth: int
-    objective: Objective | None
-    task_group: str | None
-    max_requests: int
-    max_tokens: int
-
-
-def analyze(app: App, deduction: bool = True, groups: bool = True,
-            mode: DeductionMode = "paper") -> dict[str, CallAnalysis]:
-    """Depth, objective, task group and lowered limits of every call of ``app``."""
-    depth = depths(app)
-    objs = deduce_objectives(app, deduction, mode)
-    grp = task_groups(app, mode) if groups else {}
-    out = {}
-    for c in app.calls:
-        obj = objs.get(c.name)
-        reqs, toks = lower(obj, c.hints)
-        out[c.name] = CallAnalysis(depth[c.name], obj, grp.get(c.name), reqs, toks)
-    return out
 
 
 def _latency_producers(app: App) -> set[str]:

@@ -18,7 +18,6 @@ MetaGPT branch suffix), so it is left out; a one-piece prompt has no shared pref
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from hashlib import blake2b
 
 from parrotsim.workloads.app import App, Call, Ref, Text, var_lengths
@@ -64,53 +63,3 @@ def shared_prefix(app: App, call: Call) -> tuple[str, int] | None:
         return None
     keys, lens = prefix_keys(app, Call(call.name, call.prompt[:run], call.output, 1), {})
     return keys[-1], lens[-1]
-
-
-class PrefixIndex:
-    """The manager's map prefix key -> engines holding its context / queued calls sharing it."""
-
-    def __init__(self) -> None:
-        self._engines: dict[str, set[int]] = {}
-        self._queued: dict[str, set[Hashable]] = {}
-
-    def add_engine(self, key: str, engine_id: int) -> None:
-        """Engine ``engine_id`` now holds the context of prefix ``key``."""
-        self._engines.setdefault(key, set()).add(engine_id)
-
-    def remove_engine(self, key: str, engine_id: int) -> None:
-        """The engine freed that context."""
-        holders = self._engines.get(key)
-        if holders is not None:
-            holders.discard(engine_id)
-            if not holders:
-                del self._engines[key]
-
-    def engines(self, key: str | None) -> set[int]:
-        """Engines holding the context of ``key`` (a fresh set)."""
-        return set(self._engines.get(key, ())) if key is not None else set()
-
-    def deepest(self, keys: tuple[str, ...]) -> tuple[int, set[int]]:
-        """(boundary index, engines) of the longest prefix among ``keys`` some engine holds;
-        (-1, empty) if none. One lookup per boundary."""
-        for i in range(len(keys) - 1, -1, -1):
-            holders = self._engines.get(keys[i])
-            if holders:
-                return i, set(holders)
-        return -1, set()
-
-    def enqueue(self, key: str | None, call: Hashable) -> None:
-        """A call sharing prefix ``key`` joined the queue."""
-        if key is not None:
-            self._queued.setdefault(key, set()).add(call)
-
-    def dequeue(self, key: str | None, call: Hashable) -> None:
-        """The call left the queue (dispatched)."""
-        calls = self._queued.get(key) if key is not None else None
-        if calls is not None:
-            calls.discard(call)
-            if not calls:
-                del self._queued[key]
-
-    def queued(self, key: str | None) -> set[Hashable]:
-        """Queued calls sharing prefix ``key`` (a fresh set)."""
-        return set(self._queued.get(key, ())) if key is not None else set()

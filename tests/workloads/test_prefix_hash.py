@@ -1,7 +1,7 @@
-"""PrefixHash keys at semantic-variable boundaries, shared prefixes and the prefix index."""
+"""PrefixHash keys at semantic-variable boundaries and shared prefixes."""
 
 from parrotsim.workloads.app import App, Call, Ref, Text, single_call_app
-from parrotsim.workloads.prefix_hash import PrefixIndex, prefix_keys, shared_prefix
+from parrotsim.workloads.prefix_hash import prefix_keys, shared_prefix
 
 
 def refine_app(app_id: str, chunk: int = 100) -> App:
@@ -51,22 +51,3 @@ def test_shared_prefix_is_the_leading_constant_run():
     starts_with_ref = App("r", 0.0, (Call("c", (Ref("x"), Text("t", 4)), "o", 3),), ("o",),
                           inputs={"x": 5})
     assert shared_prefix(starts_with_ref, starts_with_ref.calls[0]) is None
-
-
-def test_prefix_index():
-    idx = PrefixIndex()
-    idx.add_engine("k0", 1)
-    idx.add_engine("k1", 2)
-    idx.add_engine("k0", 3)
-    assert idx.engines("k0") == {1, 3} and idx.engines(None) == set()
-    assert idx.deepest(("k0", "k1", "k2")) == (1, {2})
-    assert idx.deepest(("zz",)) == (-1, set())
-    idx.remove_engine("k0", 1)
-    idx.remove_engine("k0", 3)
-    assert idx.engines("k0") == set()
-    idx.enqueue("k0", 7)
-    idx.enqueue("k0", 8)
-    idx.dequeue("k0", 7)
-    assert idx.queued("k0") == {8}
-    idx.dequeue("k0", 8)
-    assert idx.queued("k0") == set()
