@@ -14,9 +14,10 @@ Fig 15 script, whose output column (183-800 tokens) Fig 15 uses.
 
 Each request is a single-call app (kind ``bing``, id ``bing-{i}``) arriving at t = 0 s, in FIFO
 order; its prompt is ``Text("bing/system", 5107)`` then a unique suffix of prompt - 5107
-tokens. The artifact ran this as an engine-level microbenchmark with a fixed pool of
-``batch_size`` slots refilled FIFO; that driver lives in the simulator, which reads
-``batch_size`` from this config. The run's ``rng`` is not used: the workload is fixed.
+tokens. The artifact ran this as an engine-level microbenchmark with a fixed pool of batch
+slots refilled FIFO; that driver is the ``slots`` cluster scheduler (``cluster.scheduler.slots``).
+``batch_size`` is read by nothing: it is kept only so that stored results keep their run keys and
+summary columns. The run's ``rng`` is not used: the workload is fixed.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def bing_requests(requests: str, output_len: int | None) -> list[tuple[int, int]
 class BingCopilot(WorkloadConfig):
     """Bing Copilot requests sharing a 5107-token system prompt, all arriving at t = 0.
 
-    Fig 15: ``requests: sampled`` at ``batch_size`` 8/16/32/64. Fig 16: ``requests: all`` with
-    ``output_len`` 200-800 (batch 32) or 100-480 (batch 64).
+    Fig 15: ``requests: sampled`` with 8/16/32/64 slots. Fig 16: ``requests: all`` with
+    ``output_len`` 200-800 (32 slots) or 100-480 (64 slots). ``batch_size`` is unused (see the
+    module docstring); the slots are ``cluster.scheduler.slots``.
     """
 
     kind: Literal["bing"] = "bing"

@@ -33,7 +33,6 @@ class PrefixEntry:
     users: int = 0
     idle_since: float = 0.0
     apps: set[str] = field(default_factory=set)  # apps that used it (lifetime "app")
-    hits: int = field(default=0)
 
 
 class PrefixCache:
@@ -46,7 +45,6 @@ class PrefixCache:
         self.ttl_s = ttl_s
         self.lifetime = lifetime
         self.entries: dict[str, PrefixEntry] = {}
-        self.fills = 0
 
     def acquire(self, key: str, tokens: int, now: float,
                 app_id: str = "") -> tuple[Context, Sequence | None]:
@@ -62,9 +60,6 @@ class PrefixCache:
             self.entries[key] = entry
             self.held.add(key)
             fill = Sequence(next(_fill_uids), "prefix", key, tokens, 0, fill_of=entry)
-            self.fills += 1
-        else:
-            entry.hits += 1
         entry.users += 1
         if self.lifetime == "app":
             entry.apps.add(app_id)
