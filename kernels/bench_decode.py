@@ -2,7 +2,8 @@
 step variants of LLaMA-7B (and a few of 13B), B=1, context 512, CUDA graph, L2 flushed before
 each replay, median of ``REPS`` replays; logits compared with the cuBLAS path.
 
-Variants (attributes of :class:`parrotsim.kernels.llama.LlamaModel`, on top of the session-3 default
+Variants (attributes of :class:`parrotsim.kernels.experimental.llama_variants.LlamaVariants`,
+i.e. :class:`parrotsim.kernels.llama.LlamaModel` plus the slower options, on top of the session-3 default
 "old default" = PDL GEMVs, rope kernel, 6 KV splits, 4-warp merge kernel; "default" = the
 current one: fused RoPE, 2-warp merge, the >= 72-token split rule): ``fuse_rope`` (qkv
 GEMV with the RoPE + cache-write epilogue), ``gemv_prefetch`` (per GEMV: its resident programs prefetch
@@ -19,7 +20,8 @@ import gc
 import torch
 
 from parrotsim.kernels.bench_llama import _weight_bytes
-from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
+from parrotsim.kernels.experimental.llama_variants import LlamaVariants
+from parrotsim.kernels.llama import DecodeGraph, LlamaConfig
 from parrotsim.kernels.llama_batch import SeqChunk, build_batch
 
 REPS = 50
@@ -59,7 +61,7 @@ VARIANTS_13B = ["cublas", "old default", "fused", "fused + merge 2w",
                 "fused (again)", "default (again)"]
 
 
-def _time_variants(tables, timer, model: LlamaModel, name: str, labels: list[str],
+def _time_variants(tables, timer, model: LlamaVariants, name: str, labels: list[str],
                    floor_ms: float) -> None:
     batch = build_batch([], [SeqChunk([7], 512, list(range(33)))], model.device)
     ref = None
@@ -91,7 +93,7 @@ def run(tables, timer, ceil: dict[str, float], dev: torch.device) -> None:
     bw = ceil["stream_read_TBs"]
     for name, labels, pages in (("llama-7b", [v[0] for v in VARIANTS_7B], 2048),
                                 ("llama-13b", VARIANTS_13B, 64)):
-        m = LlamaModel(LlamaConfig.preset(name), num_pages=pages, device=dev)
+        m = LlamaVariants(LlamaConfig.preset(name), num_pages=pages, device=dev)
         m.k_cache.normal_()
         m.v_cache.normal_()
         _time_variants(tables, timer, m, name, labels, _weight_bytes(m) / bw / 1e9)

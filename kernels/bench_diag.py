@@ -15,8 +15,9 @@ from functools import partial
 import torch
 
 from parrotsim.kernels.bench_attention import _shared_setup
+from parrotsim.kernels.experimental.skinny import skinny_linear
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
-from parrotsim.kernels.llama_ops import rms_norm, silu_mul, skinny_linear
+from parrotsim.kernels.llama_ops import rms_norm, silu_mul
 from parrotsim.kernels.paged_decode import launch_decode, launch_merge
 from parrotsim.kernels.shared_prefix_decode import _prefix_kernel, prefix_tiles
 from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention as spda

@@ -14,9 +14,10 @@ from functools import partial
 
 import torch
 
+from parrotsim.kernels.experimental.llama_variants import LlamaVariants
+from parrotsim.kernels.experimental.skinny import skinny_linear
 from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
 from parrotsim.kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
-from parrotsim.kernels.llama_ops import skinny_linear
 
 # (label, skinny_max_tokens, gemv_single, pdl, attention KV splits, fuse_rope); the first is
 # the reference for the logits check (the session-3 default is timed in ``decode_step``)
@@ -65,7 +66,7 @@ def gemms(tables, timer, model: LlamaModel, bw: float, rate: float) -> None:
                    pct_gemm_rate=100 * 2 * 4096 * n * k / us / 1e6 / rate)
 
 
-def decode_prefill(tables, timer, model: LlamaModel, bw: float, rate: float, name: str,
+def decode_prefill(tables, timer, model: LlamaVariants, bw: float, rate: float, name: str,
                    prefill_tokens: int = 4096) -> None:
     """Decode step B=1 ctx 512 (graph: cuBLAS, skinny, PDL-GEMV linears with and without the
     fused RoPE epilogue; eager), prefill 4096."""
@@ -138,7 +139,7 @@ def shared_decode_e2e(tables, timer, model: LlamaModel, name: str, b: int = 64,
 def run(tables, timer, ceil: dict[str, float], dev: torch.device) -> None:
     """All LLaMA sections (7B, then 13B decode)."""
     bw, rate = ceil["stream_read_TBs"], ceil["gemm_bf16_8192_TFLOPs"]
-    m = LlamaModel(LlamaConfig.preset("llama-7b"), num_pages=2048, device=dev)
+    m = LlamaVariants(LlamaConfig.preset("llama-7b"), num_pages=2048, device=dev)
     m.k_cache.normal_()
     m.v_cache.normal_()
     gemms(tables, timer, m, bw, rate)
@@ -147,5 +148,5 @@ def run(tables, timer, ceil: dict[str, float], dev: torch.device) -> None:
     del m
     gc.collect()
     torch.cuda.empty_cache()
-    m = LlamaModel(LlamaConfig.preset("llama-13b"), num_pages=64, device=dev)
+    m = LlamaVariants(LlamaConfig.preset("llama-13b"), num_pages=64, device=dev)
     decode_prefill(tables, timer, m, bw, rate, "llama-13b", prefill_tokens=0)

@@ -18,7 +18,10 @@ GPU. Here
   result) or ``"silu_mul"`` (x = [gate | up]) and the residual epilogue remove the separate
   norm / SiLU / add kernels.
 
-PDL needs sm_90 and a CUDA launch; on the CPU interpreter ``pdl`` is ignored.
+PDL needs sm_90 and a CUDA launch; on the CPU interpreter ``pdl`` is ignored. The L2
+self-prefetch variant measured slower (session 4) is
+:func:`parrotsim.kernels.experimental.gemv_prefetch.gemv_prefetch`, built from the two halves
+of :func:`gemv_acc` (:func:`gemv_preload`, :func:`gemv_rest`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import triton
 import triton.language as tl
 
 from parrotsim.kernels._common import INTERPRET
-from parrotsim.kernels.l2_prefetch import prefetch_bulk, rest_rows
 
 
 @triton.jit
@@ -60,22 +62,22 @@ def _prologue(x_ptr, nw_ptr, offs, mask, K, PRO: tl.constexpr):
 
 
 @triton.jit
-def gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO: tl.constexpr,
-             BN: tl.constexpr, BK: tl.constexpr, PRE: tl.constexpr, STAGES: tl.constexpr,
-             PDL: tl.constexpr, PF: tl.constexpr = 0, N=0, AHEAD: tl.constexpr = 0,
-             THREADS: tl.constexpr = 128):
-    """fp32 ``prologue(x) . W[offs_n, :]`` for the rows ``offs_n`` (RMSNorm scale applied);
-    the first PRE columns of W are loaded before ``griddepcontrol.wait``; PF 1 / 2: the rest
-    of the program's rows (and, 2, the rows of program pid + AHEAD) are prefetched into L2
-    before the wait too (:mod:`parrotsim.kernels.l2_prefetch`; row tiles ``pid * BN``)."""
+def gemv_preload(w_ptr, offs_n, nmask, K, stride_w, PRE: tl.constexpr):
+    """First half of :func:`gemv_acc`, before ``griddepcontrol.wait``: the W row pointers of
+    ``offs_n``, the first PRE column offsets and mask, and those columns of W, loaded."""
     w_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     offs_p = tl.arange(0, PRE)
     pmask = offs_p < K
     w_pre = tl.load(w_rows + offs_p[None, :], mask=nmask[:, None] & pmask[None, :], other=0.0)
-    if PF != 0:
-        addr, size = rest_rows(w_ptr, tl.program_id(0), N, K, stride_w, BN, PRE, PF, AHEAD,
-                               THREADS)
-        prefetch_bulk(addr, size)
+    return w_rows, offs_p, pmask, w_pre
+
+
+@triton.jit
+def gemv_rest(x_ptr, nw_ptr, w_rows, offs_p, pmask, w_pre, nmask, K, eps, PRO: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr, PRE: tl.constexpr, STAGES: tl.constexpr,
+              PDL: tl.constexpr):
+    """Second half of :func:`gemv_acc`: wait for the previous kernel (PDL), then the fp32 dot
+    products of the preloaded columns and of the rest of the rows, RMSNorm scale applied."""
     gdc_wait_if(PDL)  # x (and the residual) come from the previous kernel
     xp, sqp = _prologue(x_ptr, nw_ptr, offs_p, pmask, K, PRO)
     acc = tl.sum(xp[None, :] * w_pre.to(tl.float32), 1)
@@ -96,15 +98,25 @@ def gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO: tl.cons
 
 
 @triton.jit
+def gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr, PRE: tl.constexpr, STAGES: tl.constexpr,
+             PDL: tl.constexpr):
+    """fp32 ``prologue(x) . W[offs_n, :]`` for the rows ``offs_n`` (RMSNorm scale applied);
+    the first PRE columns of W are loaded before ``griddepcontrol.wait``."""
+    w_rows, offs_p, pmask, w_pre = gemv_preload(w_ptr, offs_n, nmask, K, stride_w, PRE)
+    return gemv_rest(x_ptr, nw_ptr, w_rows, offs_p, pmask, w_pre, nmask, K, eps, PRO, BN, BK,
+                     PRE, STAGES, PDL)
+
+
+@triton.jit
 def _gemv_kernel(x_ptr, w_ptr, out_ptr, res_ptr, nw_ptr, N, K, eps, stride_w,
                  PRO: tl.constexpr, RES: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 PRE: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr,
-                 PF: tl.constexpr = 0, AHEAD: tl.constexpr = 0, THREADS: tl.constexpr = 128):
+                 PRE: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     gdc_launch_if(PDL)
     offs_n = tl.program_id(0) * BN + tl.arange(0, BN)
     nmask = offs_n < N
     acc = gemv_acc(x_ptr, w_ptr, nw_ptr, offs_n, nmask, K, eps, stride_w, PRO, BN, BK, PRE,
-                   STAGES, PDL, PF, N, AHEAD, THREADS)
+                   STAGES, PDL)
     if RES:
         acc += tl.load(res_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)
     tl.store(out_ptr + offs_n, acc.to(out_ptr.dtype.element_ty), mask=nmask)
@@ -127,8 +139,7 @@ def gemv_tiles(n: int, k: int) -> tuple[int, int, int, int, int]:
 def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
          norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
          residual: torch.Tensor | None = None, out: torch.Tensor | None = None,
-         pdl: bool = True, tiles: tuple[int, int, int, int, int] | None = None,
-         prefetch: int = 0) -> torch.Tensor:
+         pdl: bool = True, tiles: tuple[int, int, int, int, int] | None = None) -> torch.Tensor:
     """``out = prologue(x) @ weight^T (+ residual)`` for a single row.
 
     Args:
@@ -140,10 +151,6 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
         out: optional [1, N] output (any float dtype; default weight.dtype).
         pdl: launch with programmatic dependent launch (CUDA only).
         tiles: override ``(BN, BK, PRE, num_warps, num_stages)``; BK and PRE powers of two.
-        prefetch: 0 off; 1 each program prefetches the rest of its rows (columns PRE..K)
-            into L2 before ``griddepcontrol.wait``; n > 1 also whole rows of program
-            ``pid + n`` (:mod:`parrotsim.kernels.l2_prefetch`). CUDA only, bf16/fp16 rows of 16-byte
-            multiples; ignored otherwise.
     Returns:
         out [1, N].
     """
@@ -154,16 +161,13 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
     pro = {"none": 0, "rmsnorm": 1, "silu_mul": 2}[prologue]
     bn, bk, pre, warps, stages = tiles or gemv_tiles(n, k)
     extra = {} if INTERPRET else {"launch_pdl": pdl}
-    esize = weight.element_size()
-    pf_ok = not INTERPRET and (k * esize) % 16 == 0 and (weight.stride(0) * esize) % 16 == 0
-    pf = 0 if not (prefetch and pf_ok and 2 * bn <= 32 * warps) else 1 if prefetch == 1 else 2
     _gemv_kernel[(triton.cdiv(n, bn),)](
         x, weight, out, residual if residual is not None else out,
         norm_weight if norm_weight is not None else weight, n, k, eps, weight.stride(0),
         PRO=pro, RES=residual is not None, BN=bn, BK=bk, PRE=pre, STAGES=stages,
-        PDL=pdl and not INTERPRET, PF=pf, AHEAD=prefetch if pf == 2 else 0,
-        THREADS=32 * warps, num_warps=warps, num_stages=stages, **extra)
+        PDL=pdl and not INTERPRET, num_warps=warps, num_stages=stages, **extra)
     return out
 
 
-__all__ = ["gdc_launch_if", "gdc_wait_if", "gemv", "gemv_acc", "gemv_tiles"]
+__all__ = ["gdc_launch_if", "gdc_wait_if", "gemv", "gemv_acc", "gemv_preload", "gemv_rest",
+           "gemv_tiles"]

@@ -5,11 +5,13 @@ heads per KV head, for CPU tests). One forward runs a mixed batch (:mod:`parrots
 prefill chunks and decode tokens: RMSNorm, fused qkv projection, rotary embedding + KV-cache
 write, causal prefill attention (Triton over the paged cache, or torch SDPA for chunks without
 context), decode attention (``"paged"`` or ``"shared_prefix"``), SwiGLU MLP, final norm and the
-LM head for the last token of each sequence. Linear layers use cuBLAS; optionally
-(``skinny_max_tokens``) small batches use the fused skinny GEMVs of :mod:`parrotsim.kernels.llama_ops`
-(norm / SiLU prologue, residual epilogue), and (``gemv_single``) a one-token forward uses the
-fused GEMVs of :mod:`parrotsim.kernels.gemv` with every kernel of the step chained by programmatic
-dependent launch. :class:`DecodeGraph` captures a decode step in a CUDA graph.
+LM head for the last token of each sequence. One linear path: a one-token forward
+(``gemv_single``, default on) uses the fused GEMVs of :mod:`parrotsim.kernels.gemv` (norm / SiLU
+prologue, residual epilogue, RoPE and the KV-cache write in the qkv GEMV) with every kernel of
+the step chained by programmatic dependent launch; every other batch uses cuBLAS.
+:class:`DecodeGraph` captures a decode step in a CUDA graph. The variants measured slower
+(skinny GEMMs, L2 self-prefetch, tile overrides) are in
+:class:`parrotsim.kernels.experimental.llama_variants.LlamaVariants`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from parrotsim.kernels.gemv import gemv
 from parrotsim.kernels.gemv_rope import gemv_rope_cache
 from parrotsim.kernels.llama_batch import PAGE_SIZE, ForwardBatch
-from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache, silu_mul, skinny_linear
+from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache, silu_mul
 from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention
 from parrotsim.kernels.prefill import prefill_attention
 from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention
@@ -70,9 +72,7 @@ class LlamaModel:
     """Random-weight LLaMA with a paged KV cache of ``num_pages`` pages of 16 tokens.
 
     ``decode_attention``: "paged" or "shared_prefix"; ``prefill_backend``: "triton" or "sdpa"
-    (SDPA only for batches whose prefill chunks all start at position 0); ``skinny_max_tokens``:
-    batches with at most this many tokens (<= 16) use the fused skinny GEMMs (default 0 = off:
-    on the H200 the cuBLAS path measured 4.46 ms per 7B decode step vs 4.89 ms, NOTES.md);
+    (SDPA only for batches whose prefill chunks all start at position 0);
     ``gemv_single`` (default on: 3.8 vs 4.5 ms per 7B step on the H200, NOTES.md): one-token
     batches use :func:`parrotsim.kernels.gemv.gemv` (fused prologues and residual) and PDL launches for
     every kernel of the layer (``pdl``), with RoPE and the KV-cache write in the qkv GEMV's
@@ -83,25 +83,18 @@ class LlamaModel:
     def __init__(self, cfg: LlamaConfig, num_pages: int, device: torch.device | str = "cuda",
                  dtype: torch.dtype = torch.bfloat16, seed: int = 0,
                  decode_attention: str = "paged", prefill_backend: str = "sdpa",
-                 skinny_max_tokens: int = 0, gemv_single: bool = True,
-                 pdl: bool = True) -> None:
+                 gemv_single: bool = True, pdl: bool = True) -> None:
         self.cfg, self.device, self.dtype = cfg, torch.device(device), dtype
         self.gemv_single, self.pdl = gemv_single, pdl
         self.sdpa_backend: str | None = None
         # paged decode KV splits (None: heuristic; one-token PDL steps use >= 96-token splits)
         self.decode_splits: int | None = None
         # one-token steps only (kernels/NOTES.md, session 4): qkv GEMV with the RoPE +
-        # cache-write epilogue, no rope kernel (default on: 7B 3.625 vs 3.663 ms); L2
-        # self-prefetch per GEMV ("o", "gate_up", "down"; ``gemv(prefetch=...)``: 0 off, 1 rest
-        # of own rows, n > 1 also the rows of program pid + n; measured slower in every form,
-        # off, kept so `--sections decode_step` reproduces the session-4 table);
-        # merge-kernel warps (2, with 8 KV splits: 3.600 ms vs 3.626 for 4 and 6); an o tile override
+        # cache-write epilogue, no rope kernel (default on: 7B 3.625 vs 3.663 ms);
+        # merge-kernel warps (2, with 8 KV splits: 3.600 ms vs 3.626 for 4 and 6)
         self.fuse_rope = True
-        self.gemv_prefetch: dict[str, int] = {}
         self.merge_warps = 2
-        self.o_tiles: tuple[int, int, int, int, int] | None = None
         self.decode_attention, self.prefill_backend = decode_attention, prefill_backend
-        self.skinny_max_tokens = min(skinny_max_tokens, 16)
         gen = torch.Generator(device=self.device).manual_seed(seed)
         hq, hkv, d, h = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.hidden
 
@@ -178,50 +171,53 @@ class LlamaModel:
     def layer(self, i: int, h: torch.Tensor, batch: ForwardBatch | None) -> torch.Tensor:
         """One decoder layer on the residual stream h [T, hidden]; ``batch=None`` skips rope,
         cache and attention (attention output := q), for timing the linear part alone."""
-        cfg, w = self.cfg, self.layers[i]
+        cfg = self.cfg
         t = h.shape[0]
         hq, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        single = t == 1 and self.gemv_single
-        pdl = single and self.pdl
-        skinny = not single and 0 < t <= self.skinny_max_tokens
-        fused = single and self.fuse_rope and batch is not None
-        if fused:
-            qkv = gemv_rope_cache(h, w["w_qkv"], w["ln_in"], cfg.rms_eps, batch.positions,
-                                  self.cos, self.sin, batch.slot_mapping, self.k_cache[i],
-                                  self.v_cache[i], hq, hkv, pdl=pdl)
-        elif single:
-            qkv = gemv(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps, pdl=pdl)
-        elif skinny:
-            qkv = skinny_linear(h, w["w_qkv"], "rmsnorm", w["ln_in"], cfg.rms_eps)
-        else:
-            qkv = rms_norm(h, w["ln_in"], cfg.rms_eps) @ w["w_qkv"].t()
+        one = t == 1 and self.gemv_single
+        pdl = one and self.pdl
+        qkv, roped = self.qkv_projection(i, h, batch, one, pdl)
         heads = qkv.view(t, hq + 2 * hkv, d)
         q = heads[:, :hq]
         if batch is None:
             o = q.reshape(t, hq * d)
         else:
-            if not fused:
+            if not roped:
                 rope_and_cache(qkv, batch.positions, self.cos, self.sin, batch.slot_mapping,
                                self.k_cache[i], self.v_cache[i], hq, hkv, pdl=pdl)
             o = torch.empty(t, hq, d, dtype=h.dtype, device=h.device)
             self.attention(i, q, heads[:, hq:hq + hkv], heads[:, hq + hkv:], batch, o, pdl=pdl)
             o = o.view(t, hq * d)
-        if single:
-            pf = self.gemv_prefetch
-            gemv(o, w["w_o"], residual=h, out=h, pdl=pdl, tiles=self.o_tiles,
-                 prefetch=pf.get("o", 0))
-            gu = gemv(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps, pdl=pdl,
-                      prefetch=pf.get("gate_up", 0))
-            gemv(gu, w["w_down"], "silu_mul", residual=h, out=h, pdl=pdl,
-                 prefetch=pf.get("down", 0))
-            return h
-        if skinny:
-            skinny_linear(o, w["w_o"], residual=h, out=h)
-            gu = skinny_linear(h, w["w_gate_up"], "rmsnorm", w["ln_post"], cfg.rms_eps)
-            skinny_linear(gu, w["w_down"], "silu_mul", residual=h, out=h)
+        return self.output_and_mlp(i, h, o, one, pdl)
+
+    def qkv_projection(self, i: int, h: torch.Tensor, batch: ForwardBatch | None, one: bool,
+                       pdl: bool) -> tuple[torch.Tensor, bool]:
+        """``(qkv, roped)``: RMSNorm(h) @ W_qkv^T for layer ``i``; ``roped`` when q and k are
+        rotated and k, v written to the cache already (the fused one-token GEMV)."""
+        w, eps = self.layers[i], self.cfg.rms_eps
+        if not one:
+            return rms_norm(h, w["ln_in"], eps) @ w["w_qkv"].t(), False
+        if self.fuse_rope and batch is not None:
+            cfg = self.cfg
+            return gemv_rope_cache(h, w["w_qkv"], w["ln_in"], eps, batch.positions, self.cos,
+                                   self.sin, batch.slot_mapping, self.k_cache[i],
+                                   self.v_cache[i], cfg.num_heads, cfg.num_kv_heads,
+                                   pdl=pdl), True
+        return gemv(h, w["w_qkv"], "rmsnorm", w["ln_in"], eps, pdl=pdl), False
+
+    def output_and_mlp(self, i: int, h: torch.Tensor, o: torch.Tensor, one: bool,
+                       pdl: bool) -> torch.Tensor:
+        """The rest of layer ``i`` on the attention output o [T, Hq*D]: o projection plus
+        residual, RMSNorm, SwiGLU MLP plus residual. Returns the new residual stream (the
+        one-token GEMVs update h in place)."""
+        w, eps = self.layers[i], self.cfg.rms_eps
+        if one:
+            gemv(o, w["w_o"], residual=h, out=h, pdl=pdl)
+            gu = gemv(h, w["w_gate_up"], "rmsnorm", w["ln_post"], eps, pdl=pdl)
+            gemv(gu, w["w_down"], "silu_mul", residual=h, out=h, pdl=pdl)
             return h
         h = torch.addmm(h, o, w["w_o"].t())
-        gu = rms_norm(h, w["ln_post"], cfg.rms_eps) @ w["w_gate_up"].t()
+        gu = rms_norm(h, w["ln_post"], eps) @ w["w_gate_up"].t()
         return torch.addmm(h, silu_mul(gu), w["w_down"].t())
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
@@ -230,11 +226,7 @@ class LlamaModel:
             out = torch.empty(1, self.cfg.vocab_size, dtype=torch.float32, device=h.device)
             return gemv(h, self.lm_head, "rmsnorm", self.norm, self.cfg.rms_eps, out=out,
                         pdl=self.pdl)
-        if 0 < h.shape[0] <= self.skinny_max_tokens:
-            out = skinny_linear(h, self.lm_head, "rmsnorm", self.norm, self.cfg.rms_eps)
-        else:
-            out = rms_norm(h, self.norm, self.cfg.rms_eps) @ self.lm_head.t()
-        return out.float()
+        return (rms_norm(h, self.norm, self.cfg.rms_eps) @ self.lm_head.t()).float()
 
     # ---------------------------------------------------------------- forward
     @torch.inference_mode()

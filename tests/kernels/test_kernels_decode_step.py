@@ -3,9 +3,10 @@
 * the qkv GEMV with the RoPE + KV-cache-write epilogue against the two-kernel path
   (:func:`parrotsim.kernels.gemv.gemv` then :func:`parrotsim.kernels.llama_ops.rope_and_cache`) and a torch
   reference, for several row tiles (the fused kernel pairs rows d and d + D/2 in one tile);
-* the byte ranges of the GEMV's L2 self-prefetch (marked instead of prefetched);
+* the byte ranges of the GEMV's L2 self-prefetch (marked instead of prefetched;
+  :mod:`parrotsim.kernels.experimental`, measured slower);
 * the tiny model's decode with the fused path, self-prefetch (a no-op in the interpreter) and
-  merge warps switched, against the dense reference.
+  merge warps switched, against the dense reference (slow: ~20 s each under the interpreter).
 """
 
 import pytest
@@ -16,10 +17,12 @@ tl = pytest.importorskip("triton.language")
 
 from kernel_fixtures import rel_err  # noqa: E402
 
+from parrotsim.kernels.experimental.gemv_prefetch import gemv_prefetch  # noqa: E402
+from parrotsim.kernels.experimental.l2_prefetch import prefetch_bulk, rest_rows  # noqa: E402
+from parrotsim.kernels.experimental.llama_variants import LlamaVariants  # noqa: E402
 from parrotsim.kernels.gemv import gemv  # noqa: E402
 from parrotsim.kernels.gemv_rope import gemv_rope_cache  # noqa: E402
-from parrotsim.kernels.l2_prefetch import prefetch_bulk, rest_rows  # noqa: E402
-from parrotsim.kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
+from parrotsim.kernels.llama import LlamaConfig  # noqa: E402
 from parrotsim.kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
 from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache  # noqa: E402
 from parrotsim.kernels.reference import ref_llama_forward  # noqa: E402
@@ -93,12 +96,13 @@ def test_gemv_prefetch_flag_keeps_results():
     w = (torch.randn(24, 64, generator=gen) / 8).bfloat16()
     ref = gemv(x, w, tiles=(4, 16, 32, 4, 2))
     for pf in (1, 3):
-        assert torch.equal(gemv(x, w, tiles=(4, 16, 32, 4, 2), prefetch=pf), ref)
+        assert torch.equal(gemv_prefetch(x, w, tiles=(4, 16, 32, 4, 2), prefetch=pf), ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("o_pf,merge_warps,fuse", [(1, 1, True), (660, 4, False)])
 def test_tiny_decode_session4_options(o_pf, merge_warps, fuse):
-    model = LlamaModel(LlamaConfig.preset("tiny"), num_pages=48, device="cpu", seed=3)
+    model = LlamaVariants(LlamaConfig.preset("tiny"), num_pages=48, device="cpu", seed=3)
     assert model.fuse_rope  # the default since session 4
     model.fuse_rope, model.gemv_prefetch = fuse, {"o": o_pf, "gate_up": 1, "down": 1}
     model.merge_warps, model.decode_splits = merge_warps, 3

@@ -9,17 +9,24 @@ pytest.importorskip("triton")
 
 from kernel_fixtures import rel_err  # noqa: E402
 
+from parrotsim.kernels.experimental.llama_variants import LlamaVariants  # noqa: E402
+from parrotsim.kernels.experimental.skinny import skinny_linear  # noqa: E402
 from parrotsim.kernels.gemv import gemv  # noqa: E402
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
 from parrotsim.kernels.llama_batch import PagePool, SeqChunk, build_batch  # noqa: E402
-from parrotsim.kernels.llama_ops import rms_norm, silu_mul, skinny_linear  # noqa: E402
+from parrotsim.kernels.llama_ops import rms_norm, silu_mul  # noqa: E402
 from parrotsim.kernels.reference import ref_llama_forward  # noqa: E402
 
 TOL = 3e-2
 CPU = torch.device("cpu")
 
 
-def _model(**kw):
+def _model(skinny_max_tokens=0, **kw):
+    """The tiny model; with ``skinny_max_tokens`` the experimental variant that uses the
+    skinny GEMMs (measured slower, off by default)."""
+    if skinny_max_tokens:
+        return LlamaVariants(LlamaConfig.preset("tiny"), num_pages=48, device=CPU, seed=3,
+                             skinny_max_tokens=skinny_max_tokens, **kw)
     return LlamaModel(LlamaConfig.preset("tiny"), num_pages=48, device=CPU, seed=3, **kw)
 
 
@@ -28,7 +35,8 @@ def _tokens(n, seed):
 
 
 @pytest.mark.parametrize("prefill_backend,skinny,single",
-                         [("triton", 1, False), ("sdpa", 0, False), ("sdpa", 0, True)])
+                         [pytest.param("triton", 1, False, marks=pytest.mark.slow),
+                          ("sdpa", 0, False), ("sdpa", 0, True)])
 def test_prefill_then_decode_matches_full_recompute(prefill_backend, skinny, single):
     model = _model(prefill_backend=prefill_backend, skinny_max_tokens=skinny,
                    gemv_single=single)
