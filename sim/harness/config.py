@@ -5,18 +5,26 @@ profile, engine batching policy tagged by ``policy``, decode kernel, cluster sch
 ``policy``), the client and the network. Each pluggable part's config class is registered next
 to its code; the unions below are built from those registries, so a new policy or workload is
 available in YAML as soon as its module is imported by its package's catalog.
+
+Fields that are each valid but meaningless together are rejected (:func:`combination_errors`),
+each error located at the field that asks for what cannot happen, so that the experiment loader
+reports it as ``FILE:LINE:COL: field.path: message``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from parrotsim.core.config import StrictConfig
 from parrotsim.policies.cluster import CLUSTER_POLICIES
 from parrotsim.policies.cluster.least_queue import LeastQueueConfig
+from parrotsim.policies.cluster.parrot import ParrotSchedulerConfig
 from parrotsim.policies.engine import ENGINE_POLICIES
+from parrotsim.policies.engine.hf import HfConfig
+from parrotsim.policies.engine.parrot import ParrotEngineConfig
 from parrotsim.policies.engine.vllm import VllmConfig
 from parrotsim.sim.model.client import LangChainClientConfig
 from parrotsim.sim.model.network import NetworkConfig
@@ -68,3 +76,66 @@ class RunConfig(StrictConfig):
     client: Annotated[Union[LangChainClientConfig, ParrotClientConfig],  # noqa: UP007
                       Field(discriminator="kind")] = LangChainClientConfig()
     network: NetworkConfig = NetworkConfig()
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> RunConfig:
+        errors = combination_errors(self)
+        if errors:
+            raise ValidationError.from_exception_data("RunConfig", [
+                InitErrorDetails(type=PydanticCustomError("combination", "{message}",
+                                                          {"message": message}),
+                                 loc=loc, input=value)
+                for loc, message, value in errors])
+        return self
+
+
+#: Parrot scheduler knobs that act only through the Parrot client's DAG annotations (deduced
+#: objectives and task groups) and only with ``dag_aware``; artifact mode ignores them
+_DEDUCTION_KNOBS = ("deduction", "task_groups", "latency_max_requests", "latency_max_tokens")
+
+
+def combination_errors(cfg: RunConfig) -> list[tuple[tuple[str, ...], str, Any]]:
+    """``(field path, message, value)`` for each combination of fields that cannot mean what it
+    says (empty for a meaningful config). The Parrot scheduler's knobs are checked only when
+    changed from their defaults (so a config dumped and validated again is judged the same)."""
+    cluster, client, out = cfg.cluster, cfg.client, []
+    if cluster.kernel == "shared_prefix" and not cluster.prefix_cache:
+        out.append((("cluster", "kernel"), "the shared-prefix kernel needs cluster.prefix_cache: "
+                    "true; without cached prefixes no call forks one and every batch is costed "
+                    "with the paged kernel", cluster.kernel))
+    if cluster.prefix_ttl_s > 0 and not cluster.prefix_cache:
+        out.append((("cluster", "prefix_ttl_s"), "keeps cached prefixes alive, but "
+                    "cluster.prefix_cache is false", cluster.prefix_ttl_s))
+    if isinstance(cluster.engine, HfConfig) and cluster.prefix_cache:
+        out.append((("cluster", "prefix_cache"), "the hf engine (FastChat's HuggingFace worker) "
+                    "fills every prompt whole and cannot fork a cached prefix; use the vllm or "
+                    "parrot engine", cluster.prefix_cache))
+    if client.kind == "parrot" and client.readiness == "dispatched" \
+            and not isinstance(cluster.engine, ParrotEngineConfig):
+        out.append((("client", "readiness"), "'dispatched' sends a call to its engine before its "
+                    "producers finish, and only the parrot engine makes it wait for its inputs "
+                    f"(the {cluster.engine.policy} engine would run it at once); use readiness: "
+                    "complete or cluster.engine.policy: parrot", client.readiness))
+    sched = cluster.scheduler
+    if isinstance(sched, ParrotSchedulerConfig):
+        for knob in _DEDUCTION_KNOBS:
+            value = getattr(sched, knob)
+            if value == type(sched).model_fields[knob].default:
+                continue
+            if sched.mode == "artifact":
+                why = ("has no effect in mode artifact (the artifact's dispatcher had no "
+                       "objectives, task groups or latency bounds)")
+            elif client.kind != "parrot":
+                why = ("has no effect without the objectives and task groups that only the "
+                       "Parrot client deduces (client.kind: parrot)")
+            elif not sched.dag_aware:
+                why = ("has no effect without dag_aware: true (objectives, task groups and "
+                       "latency bounds steer only the DAG-aware placement)")
+            else:
+                continue
+            out.append((("cluster", "scheduler", knob), why, value))
+        if sched.ctx_aware and client.kind != "parrot" and not cluster.prefix_cache:
+            out.append((("cluster", "scheduler", "ctx_aware"), "has no effect: it groups and "
+                        "places calls by their shared prefix, which the LangChain client reports "
+                        "only with cluster.prefix_cache: true", sched.ctx_aware))
+    return out

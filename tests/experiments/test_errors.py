@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from pydantic import ValidationError
 
+from parrotsim.api import RunConfig, run_config
 from parrotsim.cli import main
 
 BASE = "name: t\nrun:\n  workload: {kind: sharegpt, num_requests: 20}\n"
@@ -86,6 +88,43 @@ CASES = {
         "sweep:\n  cluster.engines: [1, 0]\n",
         [(2, 1, "descripton", "Extra inputs"), (4, 36, "workload.rate", "greater than 0"),
          (6, 24, "cluster.engines", "greater than or equal to 1")]),
+    # combinations of valid fields that cannot mean what they say (RunConfig's cross-field check)
+    "shared-prefix kernel without prefix cache": (
+        BASE + "  cluster:\n    kernel: shared_prefix\n",
+        [(5, 13, "cluster.kernel", "needs cluster.prefix_cache: true")]),
+    "shared-prefix kernel from a variant": (
+        BASE + "  cluster: {prefix_cache: false}\nvariants:\n"
+        "  on: {cluster.prefix_cache: true, cluster.kernel: shared_prefix}\n"
+        "  off: {cluster.kernel: shared_prefix}\n",
+        [(7, 25, "cluster.kernel", "needs cluster.prefix_cache: true")]),
+    "prefix ttl without prefix cache": (
+        BASE + "  cluster: {prefix_ttl_s: 600}\n",
+        [(4, 27, "cluster.prefix_ttl_s", "cluster.prefix_cache is false")]),
+    "hf engine with prefix cache": (
+        BASE + "  cluster:\n    prefix_cache: true\n    engine: {policy: hf}\n",
+        [(5, 19, "cluster.prefix_cache", "cannot fork a cached prefix")]),
+    "pipelined Parrot client on vLLM engines": (
+        BASE + "  client: {kind: parrot}\n",
+        [(4, 11, "client.readiness", "the vllm engine would run it at once")]),
+    "pipelined Parrot client on the HF engine": (
+        BASE + "  client: {kind: parrot, readiness: dispatched}\n"
+        "  cluster: {engine: {policy: hf}}\n",
+        [(4, 37, "client.readiness", "the hf engine would run it at once")]),
+    "Parrot scheduler deduction knob with the LangChain client": (
+        BASE + "  cluster:\n"
+        "    scheduler: {policy: parrot, dag_aware: true, latency_max_requests: 8}\n",
+        [(5, 72, "cluster.scheduler.latency_max_requests", "only the Parrot client deduces")]),
+    "Parrot scheduler deduction knob in artifact mode": (
+        BASE + "  client: {kind: parrot}\n  cluster:\n    engine: {policy: parrot}\n"
+        "    scheduler: {policy: parrot, mode: artifact, dag_aware: true, task_groups: false}\n",
+        [(7, 79, "cluster.scheduler.task_groups", "no effect in mode artifact")]),
+    "Parrot scheduler deduction knob without dag_aware": (
+        BASE + "  client: {kind: parrot}\n  cluster:\n    engine: {policy: parrot}\n"
+        "    scheduler: {policy: parrot, deduction: false}\n",
+        [(7, 44, "cluster.scheduler.deduction", "without dag_aware: true")]),
+    "prefix affinity with the LangChain client and no prefix cache": (
+        BASE + "  cluster:\n    scheduler: {policy: parrot, ctx_aware: true}\n",
+        [(5, 44, "cluster.scheduler.ctx_aware", "only with cluster.prefix_cache: true")]),
 }
 
 LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): (?P<path>\S+): (?P<msg>.+)$")
@@ -128,3 +167,14 @@ def test_yaml_12_scalars(write_yaml, tmp_path, capsys):
     path = write_yaml("name: t\nrun:\n  workload: {kind: sharegpt, arrival: no}\n")
     assert main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "3:39: workload.arrival: Input should be 'poisson'" in capsys.readouterr().err
+
+
+def test_meaningful_combinations_survive_a_round_trip():
+    """The cross-field check judges values, not which fields were written: a config dumped with
+    every default (as the store ships it to workers) validates again."""
+    cfg = run_config(workload={"kind": "sharegpt", "num_requests": 5},
+                     cluster={"scheduler": {"policy": "parrot", "dag_aware": True},
+                              "engine": {"policy": "vllm"}})
+    assert RunConfig.model_validate(cfg.model_dump(mode="json")) == cfg
+    with pytest.raises(ValidationError, match="cluster.kernel"):
+        run_config(workload={"kind": "sharegpt"}, cluster={"kernel": "shared_prefix"})
