@@ -1,6 +1,7 @@
 """Tiny LLaMA forward on the CPU (Triton kernels through the interpreter) vs a dense fp32
 full-recompute reference. Tolerance: relative L2 error of the logits <= 3e-2 (bf16 weights
-and activations against fp32 math; observed ~1e-2)."""
+and activations against fp32 math; observed ~1e-2). The whole-model tests take 5-35 s each
+under the interpreter and are marked ``slow``; one decode step of the default path is not."""
 
 import pytest
 
@@ -34,9 +35,20 @@ def _tokens(n, seed):
     return torch.randint(0, 256, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
+def test_one_decode_step_of_the_default_path():
+    """The default one-token path (fused GEMVs, RoPE in the qkv GEMV, PDL chain) after an SDPA
+    prefill, one step: the quick check of the model's wiring (the slow tests below go further)."""
+    model = _model()
+    toks = _tokens(10, 1)
+    pages = PagePool(48).alloc(16)
+    model.forward(build_batch([SeqChunk(toks[:9], 0, pages)], [], CPU))
+    logits = model.forward(build_batch([], [SeqChunk([toks[9]], 9, pages)], CPU))
+    assert rel_err(logits[0], ref_llama_forward(model, toks)[9]) <= TOL
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("prefill_backend,skinny,single",
-                         [pytest.param("triton", 1, False, marks=pytest.mark.slow),
-                          ("sdpa", 0, False), ("sdpa", 0, True)])
+                         [("triton", 1, False), ("sdpa", 0, False), ("sdpa", 0, True)])
 def test_prefill_then_decode_matches_full_recompute(prefill_backend, skinny, single):
     model = _model(prefill_backend=prefill_backend, skinny_max_tokens=skinny,
                    gemv_single=single)
@@ -50,6 +62,7 @@ def test_prefill_then_decode_matches_full_recompute(prefill_backend, skinny, sin
         assert rel_err(logits[0], ref[p]) <= TOL
 
 
+@pytest.mark.slow
 def test_chunked_prefill_equals_one_shot_and_mixed_batch():
     model = _model(prefill_backend="triton")
     pool = PagePool(48)
@@ -68,6 +81,7 @@ def test_chunked_prefill_equals_one_shot_and_mixed_batch():
     assert rel_err(last, ref_llama_forward(model, a)[-1]) <= TOL
 
 
+@pytest.mark.slow
 def test_shared_prefix_decode_in_model():
     model = _model(prefill_backend="triton")
     pool = PagePool(48)
