@@ -10,6 +10,8 @@ from parrotsim.workloads.app import Text, single_call_app
 def one_call(template: str | None, client: str = "langchain"):
     app = single_call_app("a-0", 0.0, [Text("hello", tokens=100)], 10)
     cfg = {"workload": {"kind": "sharegpt", "num_requests": 1}, "client": {"kind": client}}
+    if client == "parrot":
+        cfg["cluster"] = {"engine": {"policy": "parrot"}}
     if template is not None:
         cfg["client"]["chat_template"] = template
     return simulate(RunConfig.model_validate(cfg), apps=[app])
