@@ -49,6 +49,8 @@ class Manager:
         self.loads = loads or [EngineLoad(e.engine_id) for e in engines]
         self.queue: list[CallInfo] = []
         self.dispatched = 0
+        self._dispatching = False  # applying decisions: calls arriving now wait for the next pass
+        self._arrived_meanwhile = False
         if policy.heartbeat_interval:
             env.process(self._heartbeats(policy.heartbeat_interval))
 
@@ -56,7 +58,10 @@ class Manager:
         """A call is ready to run now."""
         info.arrived = self.env.now
         self.queue.append(info)
-        self._dispatch()
+        if self._dispatching:  # a dependent released by a dispatch just made (pipelined mode)
+            self._arrived_meanwhile = True
+        else:
+            self._dispatch()
 
     def engine_finished(self, seq: Sequence, t: float) -> None:
         """Callback of the engines: ``seq`` produced its last token at ``t``."""
@@ -76,6 +81,19 @@ class Manager:
             self._dispatch()
 
     def _dispatch(self) -> None:
+        """Ask the policy and apply its decisions; calls that become ready while they are
+        applied are considered in a further pass, once every load is up to date."""
+        self._dispatching = True
+        try:
+            while True:
+                self._arrived_meanwhile = False
+                self._dispatch_once()
+                if not self._arrived_meanwhile:
+                    return
+        finally:
+            self._dispatching = False
+
+    def _dispatch_once(self) -> None:
         decisions = self.policy.dispatch(self.queue, self.loads, self.env.now)
         if not decisions:
             return
