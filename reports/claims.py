@@ -73,8 +73,17 @@ CLAIMS = [
       "parrot", 16),
     C("fig18a", "MetaGPT, 16 files: shared-prefix kernel vs PagedAttention", 1.2,
       "parrot_paged_attention", "parrot", 16),
-    C("fig18a", "MetaGPT, 8 files: sharing vs no sharing (PagedAttention)", 2.35,
-      "parrot_without_sharing", "parrot_paged_attention", 8),
+    # The paper: "Parrot achieves a 2.45x speedup over the throughput-centric baseline ... 2.35x
+    # comes from the prefix sharing and an additional 1.2x from the kernel ... when the number of
+    # files is 16" (parrot-seed.txt, Fig 18a; experiments.md section 11). So 2.35x is one part of
+    # the 2.45x over Baseline (Throughput) at 16 files: sharing without the kernel, i.e. Baseline
+    # (Throughput) vs Parrot w/ PagedAttention (Parrot's sharing, vLLM's kernel), and the 1.2x is
+    # Parrot w/ PagedAttention vs Parrot (the claim above). It is not Parrot w/o Sharing vs w/
+    # PagedAttention: w/o Sharing does not run at 16 files (out of KV blocks in the artifact and
+    # in the paper: "would hit the GPU memory ceiling"). The paper's parts do not multiply to its
+    # whole (2.35 x 1.2 = 2.82, not 2.45); each is compared as the paper states it.
+    C("fig18a", "MetaGPT, 16 files: prefix sharing (Parrot w/ PagedAttention) vs Baseline "
+      "(Throughput)", 2.35, "baseline_throughput", "parrot_paged_attention", 16),
     C("fig19", "chat normalized latency vs Baseline (Latency)", 5.5, "baseline_latency",
       "parrot", panel="chat normalized latency"),
     C("fig19", "chat normalized latency vs Baseline (Throughput)", 1.23, "baseline_throughput",
