@@ -1,10 +1,22 @@
 """From experiment summaries to the report's tidy rows.
 
-A tidy row is ``figure, panel, series, x_name, x, metric, value, unit`` plus ``oom``: the run
-used Parrot's engine, which allocates KV blocks without checking (the artifact's runs crashed
-when they ran out), and the simulated engine had to hold work back for lack of blocks. Such
-points are drawn as crosses and left out of the headline comparisons. vLLM's engine preempts
-when its blocks run out, so its runs are never out of memory.
+A tidy row is ``figure, panel, series, x_name, x, metric, value, unit, oom, runs, oom_runs, lo,
+hi``. ``value`` is the mean of ``metric`` over the ``runs`` runs (documents, seeds) of one series
+at one x. ``oom``: a run used Parrot's engine, which allocates KV blocks without checking (the
+artifact's runs crashed when they ran out), and the simulated engine had to hold work back for
+lack of blocks; ``oom_runs`` of the ``runs`` did. Such points are drawn as crosses and flagged in
+the headline comparisons. vLLM's engine preempts when its blocks run out, so its runs are never
+out of memory. ``lo``/``hi``: for a ``spread`` panel (Fig 19) the 10th and 90th percentile of the
+per-run values (``SPREAD_QUANTILES``), drawn as error bars; empty elsewhere.
+
+Fig 17 adds one ``sustainable rate`` row per series (x = the threshold): the request rate at which
+its normalized latency crosses ``FIG17_THRESHOLD_MS``, interpolated linearly between the last
+swept rate under the threshold and the first over it (metric ``sustainable_rate``). A rate where
+the Parrot engine ran out of KV blocks ends the sustained range (the real engine would have
+failed there): the row then holds the last rate sustained, with ``oom`` set, as a lower bound
+(metric ``sustainable_rate_lower_bound``), as it does for a series that never crosses (the
+highest swept rate). A series over the threshold at its lowest rate gives that rate as an upper
+bound (``sustainable_rate_upper_bound``).
 """
 
 from __future__ import annotations
@@ -14,9 +26,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from parrotsim.reports.spec import FIG17_THRESHOLD_MS, Panel
+from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SPREAD_QUANTILES, Panel
 
-TIDY_COLUMNS = ["figure", "panel", "series", "x_name", "x", "metric", "value", "unit", "oom"]
+TIDY_COLUMNS = ["figure", "panel", "series", "x_name", "x", "metric", "value", "unit", "oom",
+                "runs", "oom_runs", "lo", "hi"]
+#: metric names of Fig 17's sustainable-rate rows, by what the value is
+RATE_CROSSING = "sustainable_rate"
+RATE_LOWER_BOUND = "sustainable_rate_lower_bound"
+RATE_UPPER_BOUND = "sustainable_rate_upper_bound"
+SUSTAINABLE_PANEL = "sustainable rate"
 
 
 def _select(summary: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -36,15 +54,29 @@ def panel_rows(panel: Panel, summary: pd.DataFrame, results: Path) -> list[dict]
     x_col = panel.x
     out = []
     for (series, x), group in rows.groupby(["variant", x_col], sort=True):
-        oom = bool(((group["cluster.engine.policy"] == "parrot")
-                    & (group["memory_stalls"] > 0)).any())
-        value = float(group[panel.metric].mean()) * panel.scale
+        oom_runs = int(((group["cluster.engine.policy"] == "parrot")
+                        & (group["memory_stalls"] > 0)).sum())
+        values = group[panel.metric].astype(float) * panel.scale
+        lo, hi = (values.quantile(list(SPREAD_QUANTILES)).tolist() if panel.spread
+                  else (np.nan, np.nan))
         out.append({"figure": panel.figure, "panel": panel.panel, "series": series,
                     "x_name": panel.x_name, "x": x, "metric": panel.report_metric,
-                    "value": value, "unit": panel.unit, "oom": oom})
+                    "value": float(values.mean()), "unit": panel.unit, "oom": oom_runs > 0,
+                    "runs": len(group), "oom_runs": oom_runs, "lo": lo, "hi": hi})
     if panel.figure == "fig17":
-        out += _sustainable_rates(panel, out)
+        out += sustainable_rates(panel.figure, out)
     return out
+
+
+def panel_runs(panel: Panel, summary: pd.DataFrame) -> list[dict]:
+    """A ``spread`` panel's per-run values (``figure, panel, series, x, seed, value``), from
+    which the claims read the spread of a per-seed ratio; nothing for other panels."""
+    if not panel.spread:
+        return []
+    rows = _select(summary, panel.where)
+    return [{"figure": panel.figure, "panel": panel.panel, "series": r["variant"],
+             "x": r[panel.x], "seed": r["seed"], "value": float(r[panel.metric]) * panel.scale}
+            for _, r in rows.iterrows()]
 
 
 def _latency_diff(panel: Panel, summary: pd.DataFrame, results: Path) -> list[dict]:
@@ -58,18 +90,44 @@ def _latency_diff(panel: Panel, summary: pd.DataFrame, results: Path) -> list[di
     order = sorted(diff.index, key=lambda a: int(a.rsplit("-", 1)[-1]))
     return [{"figure": "fig13", "panel": "", "series": "baseline_vllm - parrot",
              "x_name": panel.x_name, "x": i, "metric": panel.report_metric,
-             "value": float(diff[a]), "unit": panel.unit, "oom": False}
+             "value": float(diff[a]), "unit": panel.unit, "oom": False, "runs": 1,
+             "oom_runs": 0, "lo": np.nan, "hi": np.nan}
             for i, a in enumerate(order)]
 
 
-def _sustainable_rates(panel: Panel, rows: list[dict]) -> list[dict]:
-    """Per series, the highest swept rate whose normalized latency stays under the threshold."""
+def crossing_rate(points: list[tuple[float, float, bool]],
+                  threshold: float = FIG17_THRESHOLD_MS) -> tuple[float, str, bool]:
+    """The rate at which latency crosses ``threshold``, from ``(rate, latency, oom)`` points.
+
+    Returns ``(rate, metric, oom)``: the crossing interpolated linearly between the last rate
+    under the threshold and the first over it (``RATE_CROSSING``); the last rate sustained when
+    an out-of-memory point ends the range first (``RATE_LOWER_BOUND``, ``oom`` True) or when the
+    series never crosses (``RATE_LOWER_BOUND``, the highest rate); the lowest rate when it is
+    already over the threshold there (``RATE_UPPER_BOUND``; NaN when that point is out of
+    memory too).
+    """
+    last = None
+    for rate, latency, oom in sorted(points):
+        if oom:
+            return (last[0], RATE_LOWER_BOUND, True) if last else (np.nan, RATE_UPPER_BOUND, True)
+        if latency > threshold:
+            if last is None:
+                return rate, RATE_UPPER_BOUND, False
+            r0, v0 = last
+            return r0 + (threshold - v0) * (rate - r0) / (latency - v0), RATE_CROSSING, False
+        last = (rate, latency)
+    return (last[0], RATE_LOWER_BOUND, False) if last else (np.nan, RATE_LOWER_BOUND, False)
+
+
+def sustainable_rates(figure: str, rows: list[dict]) -> list[dict]:
+    """Per series, one ``sustainable rate`` row from its latency-vs-rate ``rows``."""
     out = []
     for series in sorted({r["series"] for r in rows}):
-        ok = [float(r["x"]) for r in rows
-              if r["series"] == series and r["value"] <= FIG17_THRESHOLD_MS and not r["oom"]]
-        out.append({"figure": panel.figure, "panel": "sustainable rate", "series": series,
+        points = [(float(r["x"]), float(r["value"]), bool(r["oom"])) for r in rows
+                  if r["series"] == series]
+        rate, metric, oom = crossing_rate(points)
+        out.append({"figure": figure, "panel": SUSTAINABLE_PANEL, "series": series,
                     "x_name": "threshold (ms/token)", "x": FIG17_THRESHOLD_MS,
-                    "metric": "sustainable_rate", "value": max(ok) if ok else np.nan,
-                    "unit": "req/s", "oom": False})
+                    "metric": metric, "value": rate, "unit": "req/s", "oom": oom,
+                    "runs": np.nan, "oom_runs": np.nan, "lo": np.nan, "hi": np.nan})
     return out

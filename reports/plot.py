@@ -3,8 +3,11 @@
 No axis clips data: each panel's y range holds every finite value of its rows (out-of-memory
 points included) and zero, and a panel with negative values (Fig 13: apps Parrot slowed) draws
 its bars below a zero line. A point whose run ran out of KV memory is a cross at zero in its
-series' own colour, with a legend entry "<series>: out of memory". Each figure is titled with
-the paper's caption (``parrotsim.reports.spec.title``).
+series' own colour, with a legend entry "<series>: out of memory". A ``spread`` panel (Fig 19)
+draws the mean of its seeds with error bars from the tidy ``lo``/``hi`` columns (10th-90th
+percentile), said in its legend; Fig 17 marks each series' interpolated crossing of the
+threshold with a triangle on the threshold line. Each figure is titled with the paper's caption
+(``parrotsim.reports.spec.title``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, Panel, title  # noqa: E402
+from parrotsim.reports.derive import RATE_CROSSING, SUSTAINABLE_PANEL  # noqa: E402
+from parrotsim.reports.spec import (  # noqa: E402
+    FIG17_THRESHOLD_MS,
+    SERIES_LABELS,
+    SPREAD_QUANTILES,
+    Panel,
+    title,
+)
 
 COLORS = {
     "parrot": "#d62728", "parrot_paged_attention": "#ff7f0e", "parrot_without_sharing": "#bcbd22",
@@ -39,10 +49,15 @@ def draw(figure: str, panels: list[Panel], tidy: pd.DataFrame, out: Path) -> Pat
         if panel.kind == "bar":
             _bars(ax, rows, panel)
         else:
-            _lines(ax, rows, panel)
+            rates = tidy[(tidy["figure"] == figure)
+                         & (tidy["panel"].fillna("") == SUSTAINABLE_PANEL)]
+            _lines(ax, rows, panel, rates)
         ax.set_xlabel(panel.x_name)
         ax.set_ylabel(panel.ylabel)
-        _fit_y(ax, rows["value"])
+        values = rows["value"]
+        if panel.spread and "hi" in rows:  # the whiskers, and room above them for the legend
+            values = pd.concat([values, rows["lo"], rows["hi"], 1.3 * rows["hi"]])
+        _fit_y(ax, values)
         ax.grid(alpha=0.3)
         if panel.panel:
             ax.set_title(panel.panel, fontsize=10)
@@ -86,7 +101,7 @@ def _legend(ax) -> None:
     ax.legend([entries[lb] for lb in order], order, fontsize=7)
 
 
-def _lines(ax, rows: pd.DataFrame, panel: Panel) -> None:
+def _lines(ax, rows: pd.DataFrame, panel: Panel, rates: pd.DataFrame) -> None:
     for series, group in rows.groupby("series", sort=False):
         group = group.sort_values("x")
         x = group["x"].astype(float).to_numpy()
@@ -100,7 +115,16 @@ def _lines(ax, rows: pd.DataFrame, panel: Panel) -> None:
     if panel.figure == "fig17":
         ax.axhline(FIG17_THRESHOLD_MS, color="gray", ls="--", lw=1,
                    label=f"{FIG17_THRESHOLD_MS:g} ms/token (sustained)")
+        _crossings(ax, rates)
     _legend(ax)
+
+
+def _crossings(ax, rates: pd.DataFrame) -> None:
+    """Fig 17: a triangle on the threshold line at each series' interpolated crossing rate
+    (``rates``: the sustainable-rate rows; bounds are not marked)."""
+    for row in rates[rates["metric"] == RATE_CROSSING].itertuples(index=False):
+        ax.plot([float(row.value)], [FIG17_THRESHOLD_MS], "v", ms=7, mec="black", mew=0.6,
+                color=COLORS.get(row.series, "gray"), zorder=4)
 
 
 def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
@@ -109,6 +133,8 @@ def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
         ax.bar(range(len(rows)), rows["value"],
                color=[COLORS.get(s, "gray") for s in rows["series"]])
         ax.set_xticks(range(len(rows)), labels, rotation=20, fontsize=7, ha="right")
+        if panel.spread:
+            _spread(ax, rows)
         return
     xs = list(dict.fromkeys(sorted(rows["x"].tolist(), key=float)))
     series = list(dict.fromkeys(rows["series"]))
@@ -135,3 +161,17 @@ def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
                   fontsize=7 if len(xs) > 12 else None)
     if len(series) > 1 or any_oom:
         _legend(ax)
+
+
+def _spread(ax, rows: pd.DataFrame) -> None:
+    """Error bars from each bar's ``lo``/``hi`` (quantiles of its per-run values), with a legend
+    entry saying what they are and over how many runs."""
+    value = rows["value"].to_numpy(dtype=float)
+    lo, hi = rows["lo"].to_numpy(dtype=float), rows["hi"].to_numpy(dtype=float)
+    runs = rows["runs"].dropna()
+    n = f" {int(runs.min())}" if len(runs) and runs.min() == runs.max() else ""
+    q0, q1 = (round(100 * q) for q in SPREAD_QUANTILES)
+    ax.errorbar(range(len(rows)), value, yerr=[value - lo, hi - value], fmt="none",
+                ecolor="black", elinewidth=1, capsize=4,
+                label=f"mean of{n} seeds; error bars: {q0}th-{q1}th percentile")
+    ax.legend(fontsize=7, loc="upper right")
