@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from parrotsim.reports import claims as claims_mod
-from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows
+from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows, panel_runs
 from parrotsim.reports.html import page
 from parrotsim.reports.plot import draw
 from parrotsim.reports.spec import FIGURES, PANELS
@@ -62,14 +62,15 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
             print(f"[report] {exp.name}: {exp.spec.description}", file=sys.stderr, flush=True)
         summary = run_experiment(exp, results, jobs=jobs, progress=progress)
         summaries[name] = (summary, results)
-    rows = []
+    rows, per_run = [], []
     for p in panels:
         summary, results = summaries[p.experiment]
         rows += panel_rows(p, summary, results)
+        per_run += panel_runs(p, summary)
     tidy = pd.DataFrame(rows, columns=TIDY_COLUMNS)
     for fig in wanted:
         draw(fig, [p for p in panels if p.figure == fig], tidy, out)
-    claims = claims_mod.evaluate(tidy)
+    claims = claims_mod.evaluate(tidy, pd.DataFrame(per_run))
     claims = claims[claims["figure"].isin(wanted)]
     write_atomic(out / "figures.csv", tidy.to_csv(index=False))
     write_atomic(out / "claims.csv", claims.to_csv(index=False))
