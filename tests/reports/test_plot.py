@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
+from matplotlib.container import ErrorbarContainer
 
 from parrotsim.reports.derive import TIDY_COLUMNS
 from parrotsim.reports.plot import draw
@@ -29,7 +30,7 @@ def _tidy() -> pd.DataFrame:
         if p.figure == "fig13":
             values = [255.0, 120.0, 18.2, -39.8, -6.4]
             cells = [("baseline_vllm - parrot", i, v) for i, v in enumerate(values)]
-        elif p.x == "variant":
+        elif p.x == "variant":  # Fig 19: means of 20 seeds with a spread
             cells = [(s, s, 10.0 * (i + 1)) for i, s in
                      enumerate(["parrot", "baseline_latency", "baseline_throughput"])]
         else:
@@ -42,7 +43,10 @@ def _tidy() -> pd.DataFrame:
         for series, x, value in cells:
             rows.append({"figure": p.figure, "panel": p.panel, "series": series,
                          "x_name": p.x_name, "x": x, "metric": p.report_metric, "value": value,
-                         "unit": p.unit, "oom": x in OOM.get((p.figure, series), ())})
+                         "unit": p.unit, "oom": x in OOM.get((p.figure, series), ()),
+                         "runs": 20 if p.spread else 1, "oom_runs": 0,
+                         "lo": 0.6 * value if p.spread else np.nan,
+                         "hi": 1.9 * value if p.spread else np.nan})
     return pd.DataFrame(rows, columns=TIDY_COLUMNS).drop_duplicates(
         ["figure", "panel", "series", "x"], keep="last")
 
@@ -129,3 +133,40 @@ def test_bar_ticks_are_the_x_values_when_the_column_is_float(tmp_path, monkeypat
                         lambda self, *a, **k: caught.append(self))
     draw("fig18a", [p for p in PANELS if p.figure == "fig18a"], rows, tmp_path)
     assert [t.get_text() for t in caught[0].axes[0].get_xticklabels()] == ["4", "8", "12", "16"]
+
+
+def test_fig19_draws_error_bars_and_says_what_they_are(drawn):
+    fig, rows = drawn["fig19"]
+    for ax in fig.axes:
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 1
+        segments = bars[0].lines[2][0].get_segments()  # one vertical whisker per system
+        assert len(segments) == 3
+        tops = sorted(max(y for _, y in seg) for seg in segments)
+        mine = rows[rows["panel"] == ax.get_title()]
+        assert tops == pytest.approx(sorted(mine["hi"]))
+        assert ax.get_ylim()[1] >= mine["hi"].max()  # no whisker clipped
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert legend == ["mean of 20 seeds; error bars: 10th-90th percentile"]
+
+
+def test_fig18b_axis_is_in_gib(drawn):
+    fig, _ = drawn["fig18b"]
+    assert fig.axes[0].get_ylabel() == "peak KV cache memory (GiB)"
+
+
+def test_fig17_marks_the_interpolated_crossings(tmp_path, monkeypatch):
+    tidy = _tidy()
+    rates = pd.DataFrame([
+        {"figure": "fig17", "panel": "sustainable rate", "series": "baseline_vllm",
+         "x_name": "threshold (ms/token)", "x": 100.0, "metric": "sustainable_rate",
+         "value": 1.06, "unit": "req/s", "oom": False},
+        {"figure": "fig17", "panel": "sustainable rate", "series": "parrot",
+         "x_name": "threshold (ms/token)", "x": 100.0, "metric": "sustainable_rate_lower_bound",
+         "value": 8.0, "unit": "req/s", "oom": True}], columns=TIDY_COLUMNS)
+    caught = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda self, *a, **k: caught.append(self))
+    draw("fig17", [p for p in PANELS if p.figure == "fig17"], pd.concat([tidy, rates]), tmp_path)
+    marks = [ln for ln in caught[0].axes[0].lines if ln.get_marker() == "v"]
+    assert [(list(m.get_xdata()), list(m.get_ydata())) for m in marks] == [([1.06], [100.0])]

@@ -5,7 +5,7 @@ import pytest
 
 from parrotsim.cli import main
 from parrotsim.reports.build import build_report
-from parrotsim.reports.claims import evaluate
+from parrotsim.reports.claims import CLAIM_COLUMNS, evaluate
 from parrotsim.reports.derive import TIDY_COLUMNS
 
 
@@ -21,6 +21,13 @@ def test_one_figure_end_to_end(tmp_path):
     assert "fig15.png" in page and "Headline claims" in page
     assert "Fig 15: Bing Copilot: average latency with varying batch sizes" in page
     assert set(claims["figure"]) == {"fig15"}
+    written = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
+    assert list(written.columns) == CLAIM_COLUMNS
+    assert {"direction_ok", "why", "bound"} <= set(written.columns)
+    assert set(written["direction_ok"].astype(str)) <= {"True", "False"}
+    misses = written[written["within_15pct"].astype(str) == "False"]
+    assert (misses["why"] != "").all()  # every claim outside 15 % says why (or that it's unknown)
+    assert "<th>direction</th>" in page and "<th>why</th>" in page
     # a second build reads every run from the store
     again = build_report(tmp_path, ["fig15"], jobs=1, progress=False)
     pd.testing.assert_frame_equal(claims.reset_index(drop=True), again.reset_index(drop=True))
