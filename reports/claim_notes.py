@@ -9,15 +9,15 @@ guess.
 
 Placeholders are filled from the claim's own panel when the report is built (``claims.fill``):
 ``{series@x}`` is that value with its unit, ``{a@x/b@y}`` the ratio of two values. Numbers
-written out were measured from the runs' per-call and per-engine tables with the simulator at
-commit f631fd9 (say so, and re-measure them, when the simulator changes).
+written out come from the runs' per-call and per-engine tables as ``bench/why_notes.py`` prints
+them (re-run it, and update the numbers, when the simulator changes).
 """
 
 from __future__ import annotations
 
 NOT_EXPLAINED = "not yet explained"
 
-MEASURED = "measured at f631fd9"
+MEASURED = "bench/why_notes.py"
 
 NOTES: dict[str, str] = {
     "fig15.shared_b8":
@@ -50,19 +50,19 @@ NOTES: dict[str, str] = {
         "the latency-centric baseline relative to the throughput-centric one; what makes the "
         "paper's slower is not known",
     "fig18a.kernel":
-        "the simulated gain is all per-iteration time: the same 8685 iterations take 39 ms with "
+        "the simulated gain is all per-iteration time: the same 8679 iterations take 38.8 ms with "
         "the paged kernel (every call re-reads its round's shared prefix, up to 5.4K tokens) and "
-        "25 ms "
+        "24.9 ms "
         "with the shared-prefix kernel (" + MEASURED + "); why the paper's gain is only 1.2x is "
         "not known",
     "fig18a.sharing":
         "not yet explained: in the simulator sharing turns Baseline (Throughput)'s 10004 "
-        "iterations of 46 ms into Parrot w/ PagedAttention's 8685 of 39 ms (both run the paged "
+        "iterations of 46.7 ms into Parrot w/ PagedAttention's 8679 of 38.8 ms (both run the paged "
         "kernel; " + MEASURED + "); what gave the paper 2.35x is not known",
     "fig19.mr_vs_throughput":
         "Parrot concentrates map-reduce on fewer engines (its scheduler keeps throughput work "
-        "apart from the latency-marked chats): over 20 seeds its two busiest engines ran 69 % of "
+        "apart from the latency-marked chats): over 20 seeds its two busiest engines ran 66 % of "
         "the map-reduce tokens (the throughput baseline 51 %) and filled their KV caches (99.5 % "
-        "of blocks at peak), so its maps finished 9.3 s after an app started against 6.0 s "
+        "of blocks at peak), so its maps finished 9.0 s after an app started against 6.2 s "
         "(" + MEASURED + ")",
 }
