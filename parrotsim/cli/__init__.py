@@ -12,12 +12,12 @@ import os
 import sys
 
 from parrotsim import __version__
-from parrotsim.cli import calibrate, report, run, show, trace, validate, workloads
+from parrotsim.cli import calibrate, replay, report, run, show, trace, validate, workloads
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.model.profile import ProfileError
 from parrotsim.workloads.app import AppError
 
-COMMANDS = [run, show, trace, workloads, report, calibrate, validate]
+COMMANDS = [run, show, trace, workloads, report, calibrate, validate, replay]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import simpy
 
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
+from parrotsim.sim.model.emission import end_decode_stretch, end_prefill_iteration, release
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
@@ -192,47 +193,21 @@ class Engine:
         return account_and_record
 
     def _emit_prefill(self, batch: Batch, start: float, end: float) -> None:
-        for seq, n in batch.prefills:
-            seq.filled += n
-            if seq.admitted < 0:
-                seq.admitted = start
-            if seq.filled == seq.fill_target:
-                seq.last_fill = end
-                if seq.fill_of is not None:  # a shared-prefix fill: its KV becomes the parent
-                    seq.finished = end
-                    self.state.running.remove(seq)
-                    self.prefix_cache.filled(seq)
-                elif self.policy.prefill_emits_token:
-                    self._emit(seq, 1, end, end)
-        for seq in batch.decodes:
-            self._emit(seq, 1, end, end)
+        end_prefill_iteration(batch, start, end, self.policy.prefill_emits_token, self._finish,
+                              self._prefix_filled)
 
     def _emit_decode(self, batch: Batch, steps: int, first_end: float, end: float) -> None:
-        decodes = batch.decodes
-        if steps > 1:
-            self.state.kv.grow_each([s.ctx for s in decodes], steps - 1)
-        done = []
-        for seq in decodes:
-            if seq.first_token < 0:
-                seq.first_token = first_end
-            seq.generated += steps
-            if seq.generated >= seq.output_len:
-                done.append(seq)
-        for seq in done:
-            self._finish(seq, end)
+        end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
 
-    def _emit(self, seq: Sequence, tokens: int, first: float, end: float) -> None:
-        if seq.first_token < 0:
-            seq.first_token = first
-        seq.generated += tokens
-        if seq.generated >= seq.output_len:
-            self._finish(seq, end)
-
-    def _finish(self, seq: Sequence, end: float) -> None:
+    def _prefix_filled(self, seq: Sequence, end: float) -> None:
+        """A shared-prefix fill completed: its KV becomes the cached parent context."""
         seq.finished = end
         self.state.running.remove(seq)
+        self.prefix_cache.filled(seq)
+
+    def _finish(self, seq: Sequence, end: float) -> None:
+        release(self.state, seq, end)
         self._finished.append(seq)
-        seq.free(self.state.kv)
         if seq.prefix_ctx is not None and self.prefix_cache is not None:
             self.prefix_cache.release(seq.prefix_ctx.key, end)
         self.on_finish(seq, end)

@@ -1,0 +1,111 @@
+"""Replay every run of an experiment file on the GPU, in wall-clock time.
+
+    python -m parrotsim.calibrate.replay EXPERIMENT.yaml --out DIR [--eager] [--num-requests N]
+
+writes ``DIR/runs/<name>/{calls,apps,engines,iterations}.parquet`` (the simulator's columns,
+see :mod:`parrotsim.calibrate.replay.tables`) and ``DIR/runs/<name>/meta.json`` (labels, the
+run's whole config, timings) for each run, and ``DIR/meta.json`` (GPU, library versions,
+command, date, model set-up times). ``<name>`` is made of the run's labels (``rate-3_seed-0``).
+One model (random bf16 weights of the profile's model) serves all runs; it is warmed up and its
+decode graphs captured before the first run's ``t0``. Needs a CUDA GPU, torch and triton.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from parrotsim.calibrate.replay.chunks import TokenIds
+from parrotsim.calibrate.replay.clock import WallClock
+from parrotsim.calibrate.replay.executor import Replay
+from parrotsim.calibrate.replay.tables import store
+from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.experiment import ExpandedRun, load_experiment
+
+
+def run_name(run: ExpandedRun) -> str:
+    """``[variant_]axis-value_..._seed-N`` from the labels (last segment of each axis)."""
+    parts = [] if run.labels["variant"] == "base" else [str(run.labels["variant"])]
+    parts += [f"{k.split('.')[-1]}-{v}" for k, v in run.labels.items()
+              if k not in ("variant", "seed")]
+    parts.append(f"seed-{run.labels['seed']}")
+    return re.sub(r"[^A-Za-z0-9_.-]", "", "_".join(parts))
+
+
+def with_requests(cfg: RunConfig, n: int | None) -> RunConfig:
+    if n is None:
+        return cfg
+    data = cfg.model_dump(mode="json")
+    data["workload"]["num_requests"] = n
+    return RunConfig.model_validate(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m parrotsim.calibrate.replay",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("experiment", help="experiment file (or shipped name)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--eager", action="store_true", help="no CUDA graphs for decode steps")
+    ap.add_argument("--num-requests", type=int, help="override workload.num_requests")
+    args = ap.parse_args(argv)
+    import torch
+    import triton
+
+    from parrotsim.calibrate.replay.gpu import GpuForward
+
+    exp = load_experiment(args.experiment)
+    plans = []
+    for run in exp.runs:
+        cfg = with_requests(run.config, args.num_requests)
+        plans.append((run, cfg, Replay(cfg, None, WallClock())))
+    pages = max(r.kv.num_blocks for _, _, r in plans)
+    width = max(r.kv.blocks_for(r.max_context()) for _, _, r in plans) + 1
+    models = {r.profile.model.name for _, _, r in plans}
+    if len(models) != 1:
+        raise SystemExit(f"one model per replay file, got {sorted(models)}")
+    t = time.perf_counter()
+    gpu = GpuForward(models.pop(), pages, width, graphs=not args.eager)
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": str(torch.version.cuda),
+            "python": platform.python_version(), "experiment": exp.name,
+            "command": "python -m parrotsim.calibrate.replay " + " ".join(argv or sys.argv[1:]),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "model": gpu.cfg.name, "kv_pages": pages, "table_width": width,
+            "graphs": list(gpu.buckets), "init_s": round(time.perf_counter() - t, 2)}
+    meta["capture_s"] = round(gpu.capture(), 2)
+    meta["warmup_s"] = round(gpu.warmup(), 2)
+    print(f"model ready: {meta}", flush=True)
+    meta["runs"] = {}
+    for run, cfg, replay in plans:
+        name = run_name(run)
+        replay.forward = gpu
+        replay.ids = TokenIds(gpu.cfg.vocab_size, seed=cfg.seed)
+        before = dict(gpu.calls)
+        t = time.perf_counter()
+        result = replay.run()
+        wall = time.perf_counter() - t
+        it = result.iterations
+        info = {"labels": run.labels, "key": run.key, "config": cfg.model_dump(mode="json"),
+                "wall_s": round(wall, 2), "forward_calls": {k: gpu.calls[k] - before[k]
+                                                           for k in gpu.calls}}
+        store(result, args.out / "runs" / name, info)
+        meta["runs"][name] = {"wall_s": info["wall_s"], "iterations": len(it)}
+        s = result.summary
+        print(f"{name}: {wall:.1f} s, {len(it)} iterations, mean latency "
+              f"{s['mean_request_latency']:.3f} s, TPOT {s['latency_per_output_token']:.2f} ms, "
+              f"preemptions {s['preemptions']:.0f}; per iteration: wall "
+              f"{it.wall_s.mean() * 1e3:.3f} ms, GPU {it.gpu_s.mean() * 1e3:.3f}, sched "
+              f"{it.sched_s.mean() * 1e3:.3f}, post {it.post_s.mean() * 1e3:.3f}, model "
+              f"{it.model_s.mean() * 1e3:.3f}", flush=True)
+    (args.out / "meta.json").write_text(json.dumps(meta, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

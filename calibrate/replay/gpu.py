@@ -1,0 +1,127 @@
+"""The replay's forward pass on the GPU: the project's LLaMA with random bf16 weights.
+
+:class:`GpuForward` holds one :class:`parrotsim.kernels.llama.LlamaModel` (the Triton prefill
+kernel for every prompt chunk and the paged decode kernel, as the calibration measured them)
+with ``num_pages`` KV pages plus one scratch page. Decode-only iterations replay a CUDA graph
+captured for the smallest batch-size bucket that holds them (rows padded with one-token dummy
+sequences on the scratch page; block tables padded to ``table_width`` pages, so the graphs'
+fixed KV-split counts come from that width); other iterations (prompt chunks, or more decodes
+than the largest bucket) run the plain forward. ``graphs=False`` runs everything eagerly.
+
+Each call returns ``(gpu_s, build_s, launch_s)``: the CUDA-event time from just before the
+first launch to the end of the forward (device inputs already copied), the host time of
+building and copying the inputs, and the host time of issuing the launches (for an eager
+forward, close to ``gpu_s`` when the loop is launch-bound).
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+import torch
+
+from parrotsim.calibrate.replay.chunks import Chunk
+from parrotsim.calibrate.replay.forward_batch import to_forward_batch
+from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE
+from parrotsim.sim.model.sequence import Batch
+
+BUCKETS = (1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112,
+           128, 160, 192, 224, 256)
+
+
+class GpuForward:
+    """Forward passes of replay batches (see module docstring)."""
+
+    def __init__(self, model: str, num_pages: int, table_width: int, graphs: bool = True,
+                 buckets: tuple[int, ...] = BUCKETS, seed: int = 0,
+                 device: str = "cuda") -> None:
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"  # else (tests: tiny model, CPU) no graphs, events
+        self.cfg = LlamaConfig.preset(model)
+        self.model = LlamaModel(self.cfg, num_pages + 1, self.device, seed=seed,
+                                prefill_backend="triton")
+        gen = torch.Generator(device=self.device).manual_seed(seed + 1)
+        for cache in (self.model.k_cache, self.model.v_cache):  # never time on zeros
+            cache.normal_(0.0, 1.0, generator=gen)
+        self.scratch = num_pages
+        self.width = table_width
+        self.buckets = tuple(buckets) if graphs and self.cuda else ()
+        self.graphs: dict[int, DecodeGraph] = {}
+        self.ev = ((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                   if self.cuda else None)
+        self.calls = {"graph": 0, "eager": 0}
+
+    def capture(self) -> float:
+        """Capture a decode graph per bucket; returns the seconds it took."""
+        t = time.perf_counter()
+        for b in self.buckets:
+            tpl = to_forward_batch([], [], self.device, self.width, pad_to=b,
+                                   scratch=self.scratch)
+            self.graphs[b] = DecodeGraph(self.model, tpl)
+        self._sync()
+        return time.perf_counter() - t
+
+    def warmup(self, max_tokens: int = 8000) -> float:
+        """Eager forwards of representative shapes (prompts of 1..8 chunks up to
+        ``max_tokens`` tokens, decode batches) and one replay per graph; returns seconds."""
+        t = time.perf_counter()
+        pages = iter(range(self.scratch))
+
+        def chunk(n: int, ctx: int = 0) -> Chunk:
+            need = -(-(ctx + n) // PAGE_SIZE)
+            ids = torch.randint(0, self.cfg.vocab_size, (n,)).numpy()
+            return Chunk(ids, ctx, [next(pages, 0) for _ in range(need)])
+        shapes = [[17], [100], [333], [1024], [3, 500], [700, 700, 700],
+                  [max_tokens // 8] * 8, [max_tokens - 100]]
+        for lens in shapes:
+            if sum(lens) > max_tokens:
+                continue
+            pages = iter(range(self.scratch))
+            self._eager([chunk(n) for n in lens if n > 0], [])
+        for b in (1, 5, 33) if max_tokens >= 1000 else (1, 2):
+            pages = iter(range(self.scratch))
+            self._eager([], [chunk(1, 300 + i) for i in range(b)])
+        for b, g in self.graphs.items():
+            pages = iter(range(self.scratch))
+            g.run(to_forward_batch([], [chunk(1, 200)], self.device, self.width, b,
+                                   self.scratch))
+        self._sync()
+        return time.perf_counter() - t
+
+    def _sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def _eager(self, prefills: list[Chunk], decodes: list[Chunk]) -> None:
+        self.model.forward(to_forward_batch(prefills, decodes, self.device,
+                                            self.width if decodes else None, 0, self.scratch))
+
+    def __call__(self, batch: Batch, prefills: list[Chunk], decodes: list[Chunk]
+                 ) -> tuple[float, float, float]:
+        t0 = time.perf_counter()
+        graph = None
+        if decodes and not prefills and self.buckets and len(decodes) <= self.buckets[-1]:
+            b = self.buckets[bisect.bisect_left(self.buckets, len(decodes))]
+            graph = self.graphs[b]
+            fb = to_forward_batch([], decodes, self.device, self.width, b, self.scratch)
+        else:
+            fb = to_forward_batch(prefills, decodes, self.device,
+                                  self.width if decodes else None, 0, self.scratch)
+        t1 = time.perf_counter()
+        if self.ev is not None:
+            self.ev[0].record()
+        if graph is not None:
+            graph.run(fb)
+            self.calls["graph"] += 1
+        else:
+            self.model.forward(fb)
+            self.calls["eager"] += 1
+        if self.ev is None:
+            return float("nan"), t1 - t0, time.perf_counter() - t1
+        a, z = self.ev
+        z.record()
+        t2 = time.perf_counter()
+        z.synchronize()
+        return a.elapsed_time(z) / 1e3, t1 - t0, t2 - t1

@@ -1,0 +1,44 @@
+"""``parrotsim replay`` (a CUDA GPU) and ``parrotsim compare`` (no GPU): the simulator held to a
+real serving loop.
+
+``replay EXPERIMENT --out DIR`` runs the experiment's workload through the real executor of
+``calibrate/replay`` (the simulator's own engine policy and KV semantics, the project's LLaMA
+forward pass) and writes the simulator's per-call, per-app and per-engine tables plus an
+iteration log; ``compare REAL_DIR`` simulates the same runs and prints the per-request and
+per-iteration errors (``calibrate/replay/README.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from parrotsim.calibrate.replay import __main__ as replay_main
+from parrotsim.calibrate.replay import compare as compare_mod
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("replay", help="replay an experiment on a real GPU (CUDA)",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("experiment", help="experiment file or shipped name (replay/sharegpt_vllm)")
+    p.add_argument("--out", required=True, help="folder for the replayed tables")
+    p.add_argument("--eager", action="store_true", help="no CUDA graphs for decode steps")
+    p.add_argument("--num-requests", type=int, help="override workload.num_requests")
+    p.set_defaults(main=replay)
+    c = sub.add_parser("compare", help="simulated vs replayed: per-request errors (no GPU)",
+                       description="Simulate the runs of a replay folder and print the errors.")
+    c.add_argument("real_dir", help="output folder of 'parrotsim replay'")
+    c.add_argument("--profile", help="cost profile to simulate with (default: the run's)")
+    c.add_argument("--out", help="where compare.csv and the plot go (default: REAL_DIR)")
+    c.set_defaults(main=compare)
+
+
+def replay(args: argparse.Namespace) -> int:
+    argv = [args.experiment, "--out", args.out] + (["--eager"] if args.eager else [])
+    if args.num_requests is not None:
+        argv += ["--num-requests", str(args.num_requests)]
+    return replay_main.main(argv)
+
+
+def compare(args: argparse.Namespace) -> int:
+    argv = [args.real_dir] + (["--profile", args.profile] if args.profile else [])
+    return compare_mod.main(argv + (["--out", args.out] if args.out else []))
