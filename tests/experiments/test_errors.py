@@ -71,6 +71,16 @@ CASES = {
     "exclude unknown value": (
         BASE + "sweep:\n  workload.rate: [1, 2]\nexclude:\n  - {workload.rate: 3}\n",
         [(7, 21, "exclude.0.workload.rate", "not one of")]),
+    # every float finite (issue 21): NaN and infinities name their field wherever they come from
+    "NaN in the base run": (
+        "name: t\nrun:\n  workload: {kind: sharegpt, rate: .nan}\n",
+        [(3, 36, "workload.rate", "finite number")]),
+    "infinite sweep value": (
+        BASE + "sweep:\n  workload.start: [0, .inf]\n",
+        [(5, 23, "workload.start", "finite number")]),
+    "infinite variant override": (
+        BASE + "variants:\n  v: {cluster.scheduler: {policy: least_queue, heartbeat_s: .inf}}\n",
+        [(5, 61, "cluster.scheduler.heartbeat_s", "finite number")]),
     "unknown profile": (
         BASE + "  cluster: {profile: no_such_profile}\n",
         [(4, 22, "cluster.profile", "unknown profile")]),
@@ -178,3 +188,22 @@ def test_meaningful_combinations_survive_a_round_trip():
     assert RunConfig.model_validate(cfg.model_dump(mode="json")) == cfg
     with pytest.raises(ValidationError, match="cluster.kernel"):
         run_config(workload={"kind": "sharegpt"}, cluster={"kernel": "shared_prefix"})
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ("iteration_overhead_s: 0.0", "iteration_overhead_s: .inf", "curves.iteration_overhead_s"),
+    ("memory_gib: 80.0", "memory_gib: .nan", "gpu.memory_gib"),
+])
+def test_nonfinite_profile_file(old, new, field, write_yaml, tmp_path, capsys):
+    """A NaN or infinity in a profile file is exit 2 naming the profile's field (issue 21)."""
+    from parrotsim.sim.model.profile import shipped_profiles
+
+    text = shipped_profiles()["a100-80gb_llama-13b"].read_text()
+    assert old in text
+    profile = tmp_path / "bad.yaml"
+    profile.write_text(text.replace(old, new, 1))
+    path = write_yaml(BASE + f"  cluster: {{profile: {profile}}}\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"cluster.profile: {profile}: {field}: Input should be a finite number" in err
+    assert not (tmp_path / "out").exists()
