@@ -151,6 +151,8 @@ class Engine:
         if batch.prefills:  # never cut short
             end = (start + self.cost.iteration_time(batch, *self._shared_groups(batch))
                    + self.policy.host_time(batch))
+            if not end > start:
+                self._stopped_clock(batch, end - start)
             self._work = InFlight(start, end, batch)
             self._wake_at(end)
             return
@@ -163,8 +165,17 @@ class Engine:
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
         end = start + stretch.duration(steps)
+        if not end > start:
+            self._stopped_clock(batch, end - start)
         self._work = InFlight(start, end, batch, stretch, steps)
         self._wake_at(end)
+
+    def _stopped_clock(self, batch: Batch, seconds: float) -> None:
+        """An iteration that would not advance the clock: the run would never end."""
+        raise ValueError(
+            f"engine {self.engine_id}: an iteration of {batch.num_tokens} tokens "
+            f"({len(batch.prefills)} prompt chunks, {len(batch.decodes)} decodes) would take "
+            f"{seconds:.3g} s; every iteration must take a positive time (check the profile)")
 
     def _shared_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
         """Shared-prefix groups among the decodes, and the prefix tokens they cover."""

@@ -13,7 +13,9 @@ fitted curves, all in seconds for the *whole model* (every layer) of one engine:
 * ``iteration_overhead_s`` and per-runtime overheads (scheduler, sampling, Python) per iteration.
 
 :func:`load_profile` rejects a malformed file with a :class:`ProfileError` naming the file and
-the field. Shipped profiles live in ``calibrate/profiles/`` and are found by name.
+the field: every number must be finite, and every iteration the profile can cost must take a
+positive time (:mod:`parrotsim.sim.model.profile_checks`). Shipped profiles live in
+``calibrate/profiles/`` and are found by name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from parrotsim.core.config import StrictConfig
+from parrotsim.sim.model.profile_checks import iteration_time_problems
 
 SCHEMA_VERSION = 1
 Source = Literal["measured", "projected", "fitted", "projected+fitted", "roofline"]
@@ -207,11 +210,15 @@ def parse_profile(text: str, origin: str) -> Profile:
     if not isinstance(data, dict):
         raise ProfileError(f"{origin}: a profile must be a mapping")
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as exc:
         lines = [f"{origin}: {'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
                  for e in exc.errors(include_url=False)]
         raise ProfileError("\n".join(lines)) from None
+    problems = iteration_time_problems(profile, Runtime())
+    if problems:
+        raise ProfileError("\n".join(f"{origin}: {line}" for line in problems))
+    return profile
 
 
 def shipped_profiles() -> dict[str, Path]:

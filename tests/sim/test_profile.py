@@ -43,6 +43,13 @@ def test_paged_grid_optional_and_round_trips(tmp_path):
     assert back == with_grid and back.curves.decode_paged_grid.x == [1, 16]
 
 
+def _zero_curves(d: dict) -> None:
+    """Every 1-D curve 0 s at its first point and no iteration overhead."""
+    d["curves"]["iteration_overhead_s"] = 0.0
+    for name in ("linear", "decode_paged", "prefill_attention"):
+        d["curves"][name]["seconds"][0] = 0.0
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d.pop("curves"), "curves"),
     (lambda d: d.update(schema_version=99), "schema_version"),
@@ -58,6 +65,20 @@ def test_paged_grid_optional_and_round_trips(tmp_path):
      "curves.decode_paged_grid"),
     (lambda d: d["curves"].update(decode_paged_grid=_paged(y=[128, 0])),
      "curves.decode_paged_grid"),
+    # every number finite: NaN and infinities are errors wherever they are (issue 21)
+    (lambda d: d["curves"]["linear"]["seconds"].__setitem__(0, float("nan")),
+     "curves.linear.seconds.0: Input should be a finite number"),
+    (lambda d: d["curves"].update(iteration_overhead_s=float("inf")),
+     "curves.iteration_overhead_s: Input should be a finite number"),
+    (lambda d: d.update(runtimes={"vllm": {"scale": float("nan")}}),
+     "runtimes.vllm.scale: Input should be a finite number"),
+    (lambda d: d["gpu"].update(memory_gib=float("inf")),
+     "gpu.memory_gib: Input should be a finite number"),
+    # every iteration takes a positive time
+    (lambda d: d["curves"]["linear"]["seconds"].__setitem__(-1, 0.0),
+     "curves.linear: falls past its last point"),
+    (lambda d: (_zero_curves(d), d.update(runtimes={})),
+     "curves: an iteration of runtime '(default)' can take 0 s"),
 ])
 def test_malformed_profile_names_file_and_field(edit, field):
     data = a100_13b().model_dump(mode="json")
