@@ -3,7 +3,8 @@
 Randomness comes from one ``numpy.random.SeedSequence(seed)`` spawned into independent streams
 (workload, network), so two policies compared under the same seed see the same apps and the
 same round trips (common random numbers). The run ends when every foreground app has received
-its final outputs.
+its final outputs. It never hangs: a workload without apps is an error, and a run that runs
+out of events before its apps finished raises :class:`StalledRun`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 import simpy
+from simpy.core import StopSimulation
 
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.model.client import LangChainClient
@@ -70,6 +72,8 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
         apps = build_apps(cfg)
     elif validate:
         apps = validate_apps(apps)
+    if not apps:
+        raise ValueError("the workload has no apps: nothing to simulate")
     env = simpy.Environment()
     engine_cfg = cfg.cluster.engine
     capacity = profile.kv_capacity_tokens()
@@ -129,14 +133,26 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     client_ref.append(client)
     for app in apps:
         client.start(app)
+    if foreground[0]:  # as env.run(until=all_done), but a stall is told apart from the end
+        all_done.callbacks.append(StopSimulation.callback)
+    env.run()
     if foreground[0]:
-        env.run(until=all_done)
-    else:
-        env.run()
+        raise StalledRun(env.now, foreground[0], len(apps), engines)
     result = _result(apps, finished, client, engines, profile.model.kv_bytes_per_token
                      * cfg.cluster.block_size, env.now)
     result.events = next(env._eid)  # SimPy's event counter
     return result
+
+
+class StalledRun(RuntimeError):
+    """No event is left but some foreground app has not finished: something waits for what
+    never happens (an engine policy that never runs a call it holds)."""
+
+    def __init__(self, now: float, left: int, total: int, engines: list[Engine]) -> None:
+        held = ", ".join(f"engine {e.engine_id}: {len(e.state.waiting)} waiting, "
+                         f"{len(e.state.running)} running" for e in engines)
+        super().__init__(f"the run stalled at t = {now:.6g} s: {left} of {total} apps never "
+                         f"finished and no event is left ({held})")
 
 
 def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:

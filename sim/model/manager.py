@@ -1,7 +1,8 @@
 """The service's manager: queues ready calls and asks the cluster policy where to run them.
 
 The policy is consulted on events only: a call arrives (or becomes ready), a call finishes, or
-(for policies that model one, like FastChat's controller) a worker heartbeat arrives. The
+(for policies that model one, like FastChat's controller) a worker heartbeat arrives; the
+heartbeats stop once nothing else is left to happen. The
 manager keeps each engine's :class:`~parrotsim.sim.model.cluster_policy.EngineLoad` (its own dispatch
 accounting), turns each decision into a :class:`~parrotsim.sim.model.sequence.Sequence` submitted to the chosen
 engine, and tells the call's owner when the engine has produced the whole output.
@@ -9,6 +10,7 @@ engine, and tells the call's owner when the engine has produced the whole output
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import simpy
@@ -124,10 +126,16 @@ class Manager:
             engine.submit(seq)
 
     def _heartbeats(self, interval: float):
+        """Worker heartbeats every ``interval`` seconds while anything can still happen. A
+        heartbeat after which no event is scheduled (nothing was dispatched, no call is on its
+        way, no engine is busy) is the last: every later one would report the same loads to
+        the policy and change nothing, so the run ends instead of ticking forever."""
         while True:
             yield self.env.timeout(interval)
             self.policy.on_heartbeat(self.loads, [e.num_requests for e in self.engines],
                                      self.env.now)
             if self.queue:
                 self._dispatch()
+            if self.env.peek() == math.inf:
+                return
 
