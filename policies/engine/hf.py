@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
     EnginePolicyConfig,
@@ -25,6 +26,10 @@ class HfConfig(EnginePolicyConfig):
 
     policy: Literal["hf"] = "hf"
     runtime: ClassVar[str] = "hf"
+
+    def limits(self, kv_blocks: int, block_size: int) -> EngineLimits:
+        """A request's prompt and output are allocated when it starts."""
+        return EngineLimits(kv_blocks, block_size, whole_call=True)
 
     def make(self) -> HfPolicy:
         return HfPolicy()

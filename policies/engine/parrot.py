@@ -41,6 +41,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
     EnginePolicyConfig,
@@ -67,6 +68,11 @@ class ParrotEngineConfig(EnginePolicyConfig):
         if self.num_kv_cache_blocks is not None:
             return self.num_kv_cache_blocks
         return super().kv_blocks(capacity_tokens, block_size)
+
+    def limits(self, kv_blocks: int, block_size: int) -> EngineLimits:
+        """Prompts are filled in chunks or alone (any length); the first output token comes
+        from a Generate step, whose KV is stored."""
+        return EngineLimits(kv_blocks, block_size, fill_emits_token=False)
 
     def make(self) -> ParrotEnginePolicy:
         return ParrotEnginePolicy(self)

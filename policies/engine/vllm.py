@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.sim.model.admission import EngineLimits, truncated_prompt
 from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
     EnginePolicyConfig,
@@ -48,7 +49,14 @@ class VllmConfig(EnginePolicyConfig):
 
     def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
         cap = capacity_tokens if self.capacity_tokens is None else self.capacity_tokens
-        return max(1, cap // block_size)
+        return max(0, cap // block_size)
+
+    def limits(self, kv_blocks: int, block_size: int) -> EngineLimits:
+        """A prompt is filled whole within ``max_num_batched_tokens``, above the watermark;
+        the prefill emits the first token; ``capacity_tokens`` truncates long prompts."""
+        return EngineLimits(kv_blocks, block_size, max_fill_tokens=self.max_num_batched_tokens,
+                            fill_reserve_blocks=int(self.watermark * kv_blocks),
+                            prompt_cap=self.capacity_tokens)
 
     def make(self) -> VllmPolicy:
         return VllmPolicy(self)
@@ -64,10 +72,9 @@ class VllmPolicy(EnginePolicy):
         self._unsorted = False  # a re-admitted preempted sequence broke the FCFS order
 
     def accept(self, seq: Sequence) -> None:
-        if self.cfg.capacity_tokens is not None:
-            limit = self.cfg.capacity_tokens - seq.output_len - 100
-            if seq.prompt_len > limit > 0:
-                seq.prompt_len = seq.fill_target = limit
+        prompt = truncated_prompt(seq.prompt_len, seq.output_len, self.cfg.capacity_tokens)
+        if prompt != seq.prompt_len:
+            seq.prompt_len = seq.fill_target = prompt
 
     def host_time(self, batch: Batch) -> float:
         if not self.cfg.request_tracking or not batch.prefills:

@@ -14,18 +14,19 @@ import itertools
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 import simpy
 from simpy.core import StopSimulation
 
 from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.feasibility import engine_limits
+from parrotsim.sim.harness.outcome import StalledRun, run_result
 from parrotsim.sim.model.client import LangChainClient
 from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.engine import Engine, IterationRecorder
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.manager import Manager, plain_sequence
-from parrotsim.sim.model.metrics import RunResult, call_table, engine_table, summarize
+from parrotsim.sim.model.metrics import RunResult
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.parrot_client import ParrotClient
 from parrotsim.sim.model.prefix_cache import PrefixCache
@@ -76,7 +77,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
         raise ValueError("the workload has no apps: nothing to simulate")
     env = simpy.Environment()
     engine_cfg = cfg.cluster.engine
-    capacity = profile.kv_capacity_tokens()
+    limits = engine_limits(cfg, profile)
     manager_ref: list[Manager] = []
 
     def on_finish(seq, t):
@@ -86,8 +87,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
     prefill_memo: dict = {}  # one profile for every engine: lone prompt chunks costed once
     for i in range(cfg.cluster.engines):
-        kv = KVCache(engine_cfg.kv_blocks(capacity, cfg.cluster.block_size),
-                     cfg.cluster.block_size)
+        kv = KVCache(limits.kv_blocks, limits.block_size)
         cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s,
                              cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
@@ -95,7 +95,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
         engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                               kernel=cfg.cluster.kernel,
                               fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,
-                              recorder=recorder))
+                              recorder=recorder, limits=limits))
     client_ref: list = []
     pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"
     manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),
@@ -103,7 +103,8 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                       make_sequence=sharing_sequence if cfg.cluster.prefix_cache
                       else plain_sequence, loads=loads,
                       on_dispatch=(lambda info, seq: client_ref[0].on_dispatch(info, seq))
-                      if pipelined else None)
+                      if pipelined else None,
+                      on_reject=lambda info: client_ref[0].on_failed(info))
     manager_ref.append(manager)
 
     foreground = [sum(1 for a in apps if not a.background)]
@@ -138,21 +139,10 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     env.run()
     if foreground[0]:
         raise StalledRun(env.now, foreground[0], len(apps), engines)
-    result = _result(apps, finished, client, engines, profile.model.kv_bytes_per_token
-                     * cfg.cluster.block_size, env.now)
+    result = run_result(apps, finished, client.requests, engines,
+                        profile.model.kv_bytes_per_token * cfg.cluster.block_size, env.now)
     result.events = next(env._eid)  # SimPy's event counter
     return result
-
-
-class StalledRun(RuntimeError):
-    """No event is left but some foreground app has not finished: something waits for what
-    never happens (an engine policy that never runs a call it holds)."""
-
-    def __init__(self, now: float, left: int, total: int, engines: list[Engine]) -> None:
-        held = ", ".join(f"engine {e.engine_id}: {len(e.state.waiting)} waiting, "
-                         f"{len(e.state.running)} running" for e in engines)
-        super().__init__(f"the run stalled at t = {now:.6g} s: {left} of {total} apps never "
-                         f"finished and no event is left ({held})")
 
 
 def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
@@ -169,18 +159,3 @@ def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
     seq.prefix_ctx = parent
     seq.cached_len = seq.filled = info.shared_tokens
     return seq
-
-
-def _result(apps: list[App], finished: list, client,
-            engines: list[Engine], bytes_per_block: float, end: float) -> RunResult:
-    ends = {r.app.app_id: r.end for r in finished}
-    app_rows = [{
-        "app_id": a.app_id, "kind": a.kind, "background": a.background, "arrival": a.arrival,
-        "end": ends.get(a.app_id, float("nan")), "calls": len(a.calls),
-    } for a in apps]
-    app_df = pd.DataFrame(app_rows, columns=["app_id", "kind", "background", "arrival", "end",
-                                             "calls"])
-    app_df["latency"] = app_df["end"] - app_df["arrival"]
-    calls = call_table(client.requests)
-    engine_df = engine_table(engines, bytes_per_block, end)
-    return RunResult(calls, app_df, engine_df, summarize(calls, app_df, engine_df))

@@ -78,7 +78,9 @@ def execute(key: str, config: dict[str, Any], runs_dir: str,
     This is the unit of work every backend ships to a worker; ``plugins`` (resolved entries,
     see :mod:`sim.plugins`) are imported first. A run that raises is stored and returned with
     ``status: failed`` and the exception's whole message as ``error`` (its traceback goes to
-    ``error.txt``); it never raises itself.
+    ``error.txt``); it never raises itself. A run some of whose calls were rejected (no engine
+    can run them) is ``failed`` too, without metrics, but its tables are stored: the calls
+    table's ``error`` column says why each rejected call was.
     """
     start = time.perf_counter()
     result, trace = None, ""
@@ -86,6 +88,8 @@ def execute(key: str, config: dict[str, Any], runs_dir: str,
         load_plugins(plugins)
         result = simulate(RunConfig.model_validate(config))
         status, metrics, error = "ok", dict(result.summary), ""
+        if len(result.rejected):  # metrics would leave the failed apps out: none are given
+            status, metrics, error = "failed", {}, f"RejectedCalls: {result.rejection_message()}"
     except Exception as exc:
         status, metrics, error = "failed", {}, _message(exc)
         trace = traceback.format_exc()

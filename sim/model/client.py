@@ -39,12 +39,16 @@ class LangChainClientConfig(StrictConfig):
     kind: Literal["langchain"] = "langchain"
     chat_template: Literal["none", "vicuna_v1.1"] = "vicuna_v1.1"
 
+    def template_tokens(self) -> int:
+        """Tokens the front end adds to every prompt."""
+        return CHAT_TEMPLATE_TOKENS[self.chat_template]
+
 
 class AppRun:
     """Progress of one app at its client."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent",
-                 "rtts", "calls")
+                 "rtts", "calls", "failed")
 
     def __init__(self, app: App, seq: int, rtts: list[float]) -> None:
         self.app = app
@@ -66,6 +70,7 @@ class AppRun:
         self.outputs_left = set(app.outputs)
         self.end = -1.0
         self.sent = 0
+        self.failed = False  # a call of the app was rejected: the app can never complete
 
 
 class LangChainClient:
@@ -81,7 +86,7 @@ class LangChainClient:
         self.on_app_done = on_app_done
         self.next_uid = next_uid
         self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
-        self.template_tokens = CHAT_TEMPLATE_TOKENS[cfg.chat_template]
+        self.template_tokens = cfg.template_tokens()
         self.requests: list[CallInfo] = []
         self.runs: dict[str, AppRun] = {}  # by app id
         self.apps = 0
@@ -135,5 +140,13 @@ class LangChainClient:
         if call.output in run.outputs_left:
             run.outputs_left.discard(call.output)
             run.end = max(run.end, info.returned)
-            if not run.outputs_left:
+            if not run.outputs_left and not run.failed:
                 self.on_app_done(run)
+
+    def on_failed(self, info: CallInfo) -> None:
+        """The service rejected the call: its app fails now (it is done, without an end time),
+        unless it already ended or failed; calls that depend on it are never sent."""
+        run = self.runs[info.app_id]
+        if not run.failed and run.outputs_left:
+            run.failed = True
+            self.on_app_done(run)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import simpy
 
+from parrotsim.sim.model.admission import EngineLimits, admission_problem
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
 from parrotsim.sim.model.emission import end_decode_stretch, end_prefill_iteration, release
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
@@ -50,13 +51,15 @@ class InFlight:
 
 
 class Engine:
-    """A simulated engine: ``kernel`` is ``paged`` or ``shared_prefix`` (decode attention)."""
+    """A simulated engine: ``kernel`` is ``paged`` or ``shared_prefix`` (decode attention);
+    ``limits``: what it can ever hold, from its policy's config (None: not checked)."""
 
     def __init__(self, env: simpy.Environment, engine_id: int, policy: EnginePolicy,
                  cost: CostModel, kv: KVCache, on_finish: FinishCallback,
                  kernel: str = "paged", fast_forward: bool = True,
                  prefix_cache: PrefixCache | None = None,
-                 recorder: IterationRecorder | None = None) -> None:
+                 recorder: IterationRecorder | None = None,
+                 limits: EngineLimits | None = None) -> None:
         self.env = env
         self.engine_id = engine_id
         self.policy = policy
@@ -66,6 +69,7 @@ class Engine:
         self.shared_kernel = kernel == "shared_prefix"
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache
+        self.limits = limits
         self.clock = 0.0
         self.busy_time = 0.0
         self.iterations = 0
@@ -86,6 +90,15 @@ class Engine:
     def num_requests(self) -> int:
         """Calls on this engine that have not finished (waiting or running)."""
         return len(self.state.waiting) + len(self.state.running)
+
+    def admission_problem(self, prompt: int, output: int, shared: int = 0) -> str | None:
+        """Why a call of ``prompt`` and ``output`` tokens, ``shared`` of its prompt tokens in
+        a prefix this engine would cache, can never run here (None: it may; see
+        :mod:`parrotsim.sim.model.admission`)."""
+        if self.limits is None:
+            return None
+        cached = shared if self.prefix_cache is not None and 0 < shared < prompt else 0
+        return admission_problem(self.limits, prompt, output, cached)
 
     def submit(self, seq: Sequence) -> None:
         """A call arrives at the engine now."""

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from parrotsim.core.config import StrictConfig
 from parrotsim.core.registry import Registry
+from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 
@@ -73,8 +74,14 @@ class EnginePolicyConfig(StrictConfig):
     runtime: ClassVar[str] = "vllm"
 
     def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
-        """Blocks of the engine's KV cache given the memory left after weights (tokens)."""
-        return max(1, capacity_tokens // block_size)
+        """Blocks of the engine's KV cache given the memory left after weights (tokens); 0
+        when not even one block fits (the run's config is then rejected)."""
+        return max(0, capacity_tokens // block_size)
+
+    def limits(self, kv_blocks: int, block_size: int) -> EngineLimits:
+        """What an engine of this policy can ever hold, for the admission check
+        (:mod:`parrotsim.sim.model.admission`); by default its KV cache alone."""
+        return EngineLimits(kv_blocks, block_size)
 
     def make(self) -> EnginePolicy:
         raise NotImplementedError

@@ -4,7 +4,7 @@ Units: seconds for times and latencies, milliseconds for per-token metrics, GB (
 for memory. Metric names match the report's ids where they overlap:
 
 * ``mean_jct`` / ``p90_jct``: app completion time (end at the client minus arrival), foreground
-  apps only;
+  apps that completed only;
 * ``mean_request_latency``: a call's latency from the client's send to its output's return;
 * ``normalized_latency``: mean over calls of latency / output tokens (ms per token);
 * ``latency_per_output_token``: mean over calls of (finish - first token) / (output - 1), in ms
@@ -19,6 +19,13 @@ for memory. Metric names match the report's ids where they overlap:
 * ``throughput``: output tokens per second over the run;
 * ``memory_stalls``: times an engine policy held work back for lack of KV blocks where the real
   engine had no such check (see ``EnginePolicy.memory_stalls``).
+
+Rejected calls (no engine of the cluster can ever run them: ``parrotsim.sim.model.admission``)
+add an ``error`` column to the calls table, the reason of each rejected call and empty for the
+others; a run without rejections has no such column. A rejected call never returns, so it is
+left out of every per-call metric, and its app fails (``end`` NaN in the apps table) and is left
+out of the completion-time metrics; ``apps`` still counts it. :attr:`RunResult.rejected` counts
+the rejected calls; the results store marks such a run failed, as its metrics leave work out.
 """
 
 from __future__ import annotations
@@ -48,6 +55,25 @@ class RunResult:
     summary: dict[str, float]
     events: int = 0  # SimPy events processed (for the speed benchmark)
 
+    @property
+    def rejected(self) -> pd.DataFrame:
+        """The calls no engine could ever run (rows of :attr:`calls` with an ``error``)."""
+        if "error" not in self.calls:
+            return self.calls.iloc[:0]
+        return self.calls[self.calls["error"] != ""]
+
+    def rejection_message(self) -> str:
+        """One line on the rejected calls: how many, how many apps failed, the first reason."""
+        rejected = self.rejected
+        if not len(rejected):
+            return ""
+        first = rejected.iloc[0]
+        return (f"{len(rejected)} of {len(self.calls)} calls can never run on an engine of this "
+                f"cluster and {rejected['app_id'].nunique()} apps failed (the calls table's error "
+                f"column has each reason); first: call {first['call']!r} of app "
+                f"{first['app_id']!r} ({first['prompt_len']} prompt and {first['output_len']} "
+                f"output tokens) {first['error']}")
+
 
 def call_table(requests: list[CallInfo]) -> pd.DataFrame:
     """One row per call, in send order."""
@@ -60,7 +86,11 @@ def call_table(requests: list[CallInfo]) -> pd.DataFrame:
             s.last_fill if s else -1.0, s.finished if s else -1.0, r.returned, r.prompt_len, s.cached_len if s else 0,
             r.output_len, s.preemptions if s else 0,
         ))
-    return pd.DataFrame(rows, columns=CALL_COLUMNS)
+    table = pd.DataFrame(rows, columns=CALL_COLUMNS)
+    errors = [r.error for r in requests]
+    if any(errors):
+        table["error"] = errors
+    return table
 
 
 def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> pd.DataFrame:
@@ -84,7 +114,8 @@ def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> p
 
 def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) -> dict[str, float]:
     """The run's headline metrics (see module docstring for units)."""
-    fg = apps[~apps["background"]]
+    every_fg = apps[~apps["background"]]
+    fg = every_fg[every_fg["end"].notna()]
     done = calls[calls["returned"] >= 0]
     latency = done["returned"] - done["sent"]
     multi = done[done["output_len"] > 1]
@@ -94,9 +125,9 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
     chat_all = done[done["app_kind"] == "chat"]
     makespan = float(apps["end"].max() - apps["arrival"].min()) if len(apps) else 0.0
     by_kind = {f"mean_jct_{kind}": _mean(group["latency"])
-               for kind, group in fg.groupby("kind", sort=True)}
+               for kind, group in every_fg.groupby("kind", sort=True)}
     return {
-        "apps": float(len(fg)),
+        "apps": float(len(every_fg)),
         "calls": float(len(done)),
         "mean_jct": _mean(fg["latency"]),
         "p50_jct": _q(fg["latency"], 0.5),

@@ -53,13 +53,17 @@ class ParrotClientConfig(StrictConfig):
     deduction: bool = True
     readiness: Literal["complete", "dispatched"] = "dispatched"
 
+    def template_tokens(self) -> int:
+        """Parrot sends prompts as they are: no chat template."""
+        return 0
+
 
 class ParrotSession:
     """Server-side state of one app: what was posted, what completed, what is still missing."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
                  "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts",
-                 "calls")
+                 "calls", "failed")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
@@ -86,6 +90,7 @@ class ParrotSession:
         self.end = -1.0
         self.stage = 0
         self.pending_posts = 0
+        self.failed = False  # a call of the app was rejected: the app can never complete
 
 
 class ParrotClient:
@@ -196,8 +201,16 @@ class ParrotClient:
             elif s.missing[dep.name] == 0 and dep.name in s.posted:
                 self.submit(s.infos[dep.name])
         s.outputs_left.discard(s.calls[info.call].output)
-        if not s.outputs_left and s.end < 0:
+        if not s.outputs_left and s.end < 0 and not s.failed:
             s.end = self.env.now
+            self.on_app_done(s)
+
+    def on_failed(self, info: CallInfo) -> None:
+        """The service rejected the call: its app fails now (it is done, without an end time),
+        unless it already ended or failed; its dependents never become ready."""
+        s = self.sessions[info.app_id]
+        if not s.failed and s.end < 0:
+            s.failed = True
             self.on_app_done(s)
 
     def _annotate(self, s: ParrotSession) -> None:

@@ -33,7 +33,9 @@ class CallInfo:
 
     What the model stamps: ``rtt`` (the call's network round trip), ``sent`` (by the client),
     ``arrived`` (at the manager), ``dispatched`` (to ``engine``), ``returned`` (output back at
-    the client; for Parrot, complete on the server) and ``seq``, its engine sequence.
+    the client; for Parrot, complete on the server) and ``seq``, its engine sequence; ``error``
+    is why the call was rejected (it can never run on an engine of the cluster: see
+    :mod:`parrotsim.sim.model.admission`), empty for a call that ran.
     """
 
     uid: int
@@ -59,6 +61,7 @@ class CallInfo:
     engine: int = -1
     returned: float = -1.0
     seq: Sequence | None = None
+    error: str = ""
 
     @property
     def tokens(self) -> int:

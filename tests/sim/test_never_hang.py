@@ -1,6 +1,6 @@
 """A run always ends (issue 21): heartbeats stop, stalls and zero-time iterations raise, a
-workload without apps is an error. Each test would hang on the old code; here each takes well
-under a second."""
+workload without apps is an error, a call no engine can run is rejected and fails its app.
+Most tests would hang on the old code; here each takes well under a second."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import StalledRun, simulate
 from parrotsim.sim.model.manager import Manager
 from parrotsim.sim.model.sequence import Batch
+from parrotsim.workloads.app import App, Call, Ref, Text
 from tests.sim.helpers import a100_13b
 
 CHAT = {"workload": {"kind": "sharegpt", "num_requests": 5, "rate": 5.0}}
@@ -67,3 +68,51 @@ def test_iteration_that_takes_no_time_raises():
         simulate(RunConfig.model_validate(CHAT), profile=zero)
     assert math.isfinite(simulate(RunConfig.model_validate(CHAT), profile=prof)
                          .summary["mean_jct"])
+
+
+# ---- calls no engine can ever run are rejected: their apps fail, the run ends ----------------
+
+def chain(app_id: str, arrival: float, second_prompt: int) -> App:
+    """Two calls: the second reads the first's output and ``second_prompt`` tokens of text."""
+    first = Call("first", (Text(f"{app_id}/a", 100),), "a", 20)
+    second = Call("second", (Ref("a"), Text(f"{app_id}/b", second_prompt)), "b", 20)
+    return App(app_id, arrival, (first, second), ("b",), kind="chain")
+
+
+@pytest.mark.parametrize("scheduler", ["least_queue", "round_robin"])
+def test_calls_no_engine_can_hold_are_rejected(scheduler):
+    """capacity_tokens: 16 leaves one KV block: no chat prompt fits. This hung (least_queue)
+    or ended in SimPy's 'No scheduled events left' (round_robin)."""
+    cfg = RunConfig.model_validate({**CHAT, "cluster": {
+        "scheduler": {"policy": scheduler},
+        "engine": {"policy": "vllm", "capacity_tokens": 16}}})
+    result = simulate(cfg)
+    assert len(result.rejected) == 5 and (result.calls["returned"] == -1).all()
+    assert result.calls["error"].str.startswith("rejected by engine 0: its prompt needs").all()
+    assert result.apps["end"].isna().all() and result.summary["apps"] == 5
+    assert math.isnan(result.summary["mean_jct"]) and result.summary["calls"] == 0
+    assert result.rejection_message().startswith("5 of 5 calls can never run")
+
+
+@pytest.mark.parametrize("client", ["langchain", "parrot"])
+def test_a_rejected_call_fails_only_its_app(client):
+    """The second call of one chain is longer than one vLLM iteration fills (8000 tokens):
+    that app fails when the call reaches its engine; its first call ran, the other apps
+    complete and the metrics cover them alone."""
+    cfg = RunConfig.model_validate({**CHAT, "client": {"kind": client}})
+    apps = [chain("ok-0", 0.0, 500), chain("long", 0.1, 9000), chain("ok-1", 0.2, 500)]
+    result = simulate(cfg, apps=apps)
+    calls = result.calls.set_index(["app_id", "call"])
+    assert calls.loc[("long", "second"), "error"].endswith("the engine does not split prompts")
+    assert calls.loc[("long", "first"), "returned"] > 0
+    assert (calls.drop(index=[("long", "second")])["error"] == "").all()
+    ends = result.apps.set_index("app_id")["end"]
+    assert math.isnan(ends["long"]) and ends[["ok-0", "ok-1"]].gt(0).all()
+    lat = result.apps.set_index("app_id")["latency"]
+    assert result.summary["mean_jct"] == pytest.approx(lat[["ok-0", "ok-1"]].mean())
+
+
+def test_a_run_without_rejections_has_no_error_column():
+    result = simulate(RunConfig.model_validate(CHAT))
+    assert "error" not in result.calls and result.rejected.empty
+    assert result.rejection_message() == ""
