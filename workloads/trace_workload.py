@@ -11,10 +11,16 @@ ordered by arrival (stable). Formats without times (Vidur length tables without
 ``burstiness``) or ``constant`` at ``rate`` requests/s, drawn from the run's workload stream.
 ``limit`` keeps the first N accepted rows. A relative ``path`` is relative to the working
 directory.
+
+The file is read and validated when an experiment is expanded (:meth:`TraceReplay.input_calls`),
+so a corrupt row, or a trace without a single request, is an error of the experiment file that
+names ``PATH:LINE`` before any run starts. A parsed trace is kept per process (the two latest
+files, keyed by path, size and times), so the runs of a sweep read it once.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -23,8 +29,13 @@ from pydantic import Field, model_validator
 
 from parrotsim.workloads.app import App, Text, single_call_app
 from parrotsim.workloads.arrivals import arrival_times
-from parrotsim.workloads.registry import WorkloadConfig, register_workload
-from parrotsim.workloads.traces import TraceFormat, load_trace
+from parrotsim.workloads.registry import (
+    InputCall,
+    WorkloadConfig,
+    WorkloadInputError,
+    register_workload,
+)
+from parrotsim.workloads.traces import Trace, TraceError, TraceFormat, load_trace
 
 
 @register_workload
@@ -58,13 +69,37 @@ class TraceReplay(WorkloadConfig):
         """The files this workload reads, by field (their content is in the run's cache key)."""
         return {"path": self.path}
 
+    def trace(self) -> Trace:
+        """The file's accepted rows (raises :class:`WorkloadInputError` for a bad file, or one
+        without any request to replay)."""
+        try:
+            st = Path(self.path).stat()
+            trace = _load(self.path, str(Path(self.path).resolve()), st.st_size, st.st_mtime_ns,
+                          st.st_ctime_ns, self.format, self.limit,
+                          None if self.models is None else tuple(self.models),
+                          self.chars_per_token)
+        except TraceError as exc:
+            raise WorkloadInputError("path", str(exc)) from None
+        except OSError as exc:
+            raise WorkloadInputError("path", f"{self.path}: cannot read: {exc.strerror}") from None
+        if not trace.requests:
+            raise WorkloadInputError("path", f"{self.path}: no request to replay (rows "
+                                     f"skipped: {trace.skipped}); a run needs at least one app")
+        untimed = next((r for r in trace.requests if r.time is None), None)
+        if self.arrival == "trace" and untimed is not None:
+            raise WorkloadInputError("arrival", f"{self.path}:{untimed.line}: format "
+                                     f"{self.format!r} has no arrival times here; choose arrival "
+                                     "poisson, gamma or constant with a rate")
+        return trace
+
+    def input_calls(self) -> list[InputCall]:
+        """One call per accepted row, at ``PATH:LINE``."""
+        return [InputCall("path", f"{self.path}:{r.line}", r.prompt_tokens, r.output_tokens)
+                for r in self.trace().requests]
+
     def build(self, rng: np.random.Generator) -> list[App]:
-        trace = load_trace(self.path, self.format, self.limit, self.models, self.chars_per_token)
-        reqs = trace.requests
+        reqs = self.trace().requests
         if self.arrival == "trace":
-            if any(r.time is None for r in reqs):
-                raise ValueError(f"{self.path}: format {self.format!r} has no arrival times here;"
-                                 " choose arrival poisson, gamma or constant with a rate")
             raw = np.array([r.time for r in reqs], dtype=float)
             times = self.start + (raw - (raw.min() if len(raw) else 0.0)) / self.speedup
         else:
@@ -76,3 +111,12 @@ class TraceReplay(WorkloadConfig):
                                 (Text(f"trace/{i}", reqs[k].prompt_tokens),),
                                 reqs[k].output_tokens, kind="trace")
                 for i, k in enumerate(order)]
+
+
+@lru_cache(maxsize=2)
+def _load(shown: str, path: str, size: int, mtime_ns: int, ctime_ns: int, fmt: TraceFormat,
+          limit: int | None, models: tuple[str, ...] | None, chars_per_token: float) -> Trace:
+    """:func:`load_trace` of ``path`` (named ``shown`` in errors), kept for the latest files
+    (keyed by size and times too: an edited file is read again)."""
+    return load_trace(shown, fmt, limit, None if models is None else list(models),
+                      chars_per_token)

@@ -7,7 +7,10 @@ dotted-path overrides applied (in that order; an override replaces the whole val
 path), validated into a :class:`~parrotsim.sim.harness.config.RunConfig`.
 
 Every error in the file is reported, each as ``FILE:LINE:COL: field.path: message``; an error
-inside an expanded run points at the override, sweep value or base field it came from.
+inside an expanded run points at the override, sweep value or base field it came from. A run
+that cannot be made from its inputs is such an error too (:mod:`sim.harness.feasibility`): its
+trace files are read and checked here, and a KV cache without a block or a trace row no engine
+can run names its field.
 :func:`load_experiment` raises :class:`ExperimentError` (a ``UsageError``: exit status 2) before
 anything is written.
 """
@@ -25,6 +28,7 @@ from pydantic import Field, ValidationError
 from parrotsim.core.config import StrictConfig
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.config import RunConfig
+from parrotsim.sim.harness.feasibility import RunInputError, check_run
 from parrotsim.sim.harness.fingerprint import InputFileError
 from parrotsim.sim.harness.plugins import PluginError, import_plugin, refresh_config, resolve
 from parrotsim.sim.harness.shipped import resolve_experiment
@@ -281,12 +285,14 @@ def _validate_run(data: dict, origins: dict[Path_, Path_],
                        at_key=err["type"] == "extra_forbidden")
         return None
     try:
-        return config, run_key(config)
+        key = run_key(config)
+        check_run(config)
+        return config, key
     except ProfileError as exc:
         path = ("cluster", "profile")
         issues.add(source_path(path, origins), dotted(path), str(exc).splitlines()[0])
         return None
-    except InputFileError as exc:
+    except (InputFileError, RunInputError) as exc:
         path = tuple(exc.field.split("."))
         issues.add(source_path(path, origins), exc.field, str(exc).removeprefix(f"{exc.field}: "))
         return None
