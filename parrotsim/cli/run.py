@@ -51,8 +51,9 @@ def main(args: argparse.Namespace) -> int:
     print(f"{exp.name}: {len(frame)} runs, {len(failed)} failed; summary in "
           f"{out / 'summary.csv'}")
     for _, row in failed.iterrows():
-        print(f"  failed {row['run_hash']}: {row['error']} "
-              f"(see {out / 'runs' / row['run_hash'] / 'error.txt'})", file=sys.stderr)
+        trace = out / "runs" / row["run_hash"] / "error.txt"
+        see = f" (see {trace})" if trace.is_file() else " (not stored: retried next time)"
+        print(f"  failed {row['run_hash']}: {row['error']}{see}", file=sys.stderr)
     return 1 if len(failed) else 0
 
 

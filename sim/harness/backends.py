@@ -3,8 +3,9 @@
 A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir, plugins)`` and
 yields the small records the workers return, in completion order. Workers import the
 experiment's plugins, then write the run's tables into the store themselves, so only a few
-hundred bytes per run travel back. A task that cannot even report (its worker process died)
-yields a ``failed`` record built here, which is not stored, so the run is retried next time.
+hundred bytes per run travel back. A task that cannot even report yields a ``failed`` record
+built here, which is not stored, so the run is retried next time; the local pool first retries
+a run whose worker process died, alone on a fresh worker (:mod:`parrotsim.sim.harness.pool`).
 
 Ray is imported only by :class:`RayBackend`; with ``address`` it joins that cluster (the runs
 directory must then be on a filesystem every node sees), without it it starts a local one or
@@ -13,16 +14,13 @@ reuses the one already initialised in this process.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from parrotsim.core.errors import UsageError
+from parrotsim.sim.harness.pool import PoolBackend, Task, lost
 from parrotsim.sim.harness.store import execute
-
-Task = tuple[str, dict[str, Any], str, tuple[str, ...]]
 
 
 def default_jobs() -> int:
@@ -31,12 +29,6 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def lost(task: Task, exc: BaseException) -> dict[str, Any]:
-    """The record of a task whose worker failed to report."""
-    return {"key": task[0], "status": "failed", "metrics": {}, "elapsed_s": 0.0,
-            "error": f"worker lost: {type(exc).__name__}: {exc}"}
 
 
 class SerialBackend:
@@ -48,42 +40,6 @@ class SerialBackend:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-class PoolBackend:
-    """A local process pool of ``jobs`` workers.
-
-    Workers come from a fork server that has already imported the simulator, so they start
-    fast without inheriting this process's threads (tqdm's monitor, Arrow's pools).
-    """
-
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
-
-    def map(self, tasks: list[Task]) -> Iterator[dict[str, Any]]:
-        if not tasks:
-            return
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        if "forkserver" in methods:
-            ctx.set_forkserver_preload(["parrotsim.sim.harness.store", "parrotsim.sim.harness.simulation"])
-        with ProcessPoolExecutor(min(self.jobs, len(tasks)), mp_context=ctx) as pool:
-            pending = {pool.submit(execute, *task): task for task in tasks}
-            try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        task = pending.pop(future)
-                        try:
-                            yield future.result()
-                        except Exception as exc:
-                            yield lost(task, exc)
-            finally:
-                for future in pending:
-                    future.cancel()
-
-    def close(self) -> None:
-        """The pool closes when :meth:`map` finishes."""
 
 
 class RayBackend:
