@@ -7,14 +7,16 @@ Layout under the output directory ``OUT``::
     OUT/runs/<key>/engines.parquet   per-engine table
     OUT/runs/<key>/config.json       the fully-defaulted RunConfig, profile hash and version
     OUT/runs/<key>/error.txt         the traceback, for a failed run
-    OUT/runs/<key>/summary.json      status, metrics, error; written last (the completion marker)
+    OUT/runs/<key>/summary.json      status, metrics, error and the size and checksum of
+                                     every other file; written last (the completion marker)
 
 A worker writes every file into a private staging directory ``OUT/runs/.tmp-<key>-...`` and
 renames it to ``<key>`` when all files are complete, so a run directory is either absent or
 whole; a run directory without ``summary.json`` (from another tool, or damaged) counts as absent
 and is replaced. A killed worker leaves only a staging directory, which nothing reads and which
-is removed once its process is gone. Only runs with ``status: ok`` are cache hits; failed runs
-are retried.
+is removed once its process is gone. Only runs with ``status: ok`` whose files all have their
+recorded sizes and checksums (:mod:`parrotsim.sim.harness.run_files`) are cache hits; failed or
+damaged runs are run again.
 
 The key is ``sha256`` (first 16 hex digits) over the sorted-key JSON of the run's
 ``model_dump(mode="json")``, the content hash of its cost profile, ``sim.__version__`` and the
@@ -42,6 +44,7 @@ from parrotsim import __version__
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.fingerprint import input_hashes, plugin_hashes, source_hash
 from parrotsim.sim.harness.plugins import load_plugins
+from parrotsim.sim.harness.run_files import FileWriter, intact
 from parrotsim.sim.harness.simulation import simulate
 from parrotsim.sim.model.profile import profile_hash
 
@@ -60,15 +63,18 @@ def run_key(config: RunConfig) -> str:
 
 
 def read_record(runs_dir: Path, key: str) -> dict[str, Any] | None:
-    """The ``summary.json`` record of a complete run, or None when the run is not (yet) stored."""
-    path = Path(runs_dir) / key / MARKER
+    """The ``summary.json`` record of a complete run, or None when the run is not (yet) stored
+    or one of its files is missing or damaged (its size or checksum differs from the record)."""
+    folder = Path(runs_dir) / key
     try:
-        record = json.loads(path.read_text())
+        record = json.loads((folder / MARKER).read_text())
         record["metrics"] = {k: math.nan if v is None else v
                              for k, v in record["metrics"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return record if record.get("status") in ("ok", "failed") else None
+    if record.get("status") not in ("ok", "failed") or not intact(folder, record.get("files")):
+        return None
+    return record
 
 
 def execute(key: str, config: dict[str, Any], runs_dir: str,
@@ -115,18 +121,20 @@ def write_run(runs_dir: Path, key: str, config: dict[str, Any], result: Any,
     runs_dir.mkdir(parents=True, exist_ok=True)
     stage = runs_dir / f".tmp-{key}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
+    files = FileWriter(stage)
     try:
         if result is not None:
             for name in TABLES:
-                getattr(result, name).to_parquet(stage / f"{name}.parquet", index=False,
-                                                  compression="zstd")
+                files.write(f"{name}.parquet", getattr(result, name).to_parquet(
+                    None, index=False, compression="zstd"))
         meta = {"config": config, "profile_hash": profile_hash(config["cluster"]["profile"]),
                 "version": __version__, "source_hash": source_hash()}
-        (stage / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        files.write("config.json", json.dumps(meta, indent=1, sort_keys=True))
         if record["error"]:
-            (stage / "error.txt").write_text(trace or record["error"])
+            files.write("error.txt", trace or record["error"])
         stored = dict(record, metrics={k: None if isinstance(v, float) and math.isnan(v) else v
-                                       for k, v in record["metrics"].items()})
+                                       for k, v in record["metrics"].items()},
+                      files=files.files)
         (stage / MARKER).write_text(json.dumps(stored, indent=1))
         _publish(stage, runs_dir / key)
     finally:
