@@ -18,6 +18,7 @@ non-positive lengths with an :class:`AppError` that names the app and the call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -187,7 +188,11 @@ def topological_order(app: App) -> list[Call]:
 
 
 def validate_app(app: App) -> App:
-    """Check the DAG of ``app``; return it unchanged or raise :class:`AppError`."""
+    """Check the DAG of ``app`` and that it arrives at a finite time; return it unchanged or
+    raise :class:`AppError`."""
+    if not math.isfinite(app.arrival):  # an app arriving never would keep its run waiting
+        raise AppError(f"app {app.app_id}: arrival time must be a finite number of seconds, "
+                       f"got {app.arrival}")
     names: set[str] = set()
     producers: dict[str, str] = {}
     for call in app.calls:

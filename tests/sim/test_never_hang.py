@@ -15,7 +15,7 @@ from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import StalledRun, simulate
 from parrotsim.sim.model.manager import Manager
 from parrotsim.sim.model.sequence import Batch
-from parrotsim.workloads.app import App, Call, Ref, Text
+from parrotsim.workloads.app import App, AppError, Call, Ref, Text
 from tests.sim.helpers import a100_13b
 
 CHAT = {"workload": {"kind": "sharegpt", "num_requests": 5, "rate": 5.0}}
@@ -116,3 +116,10 @@ def test_a_run_without_rejections_has_no_error_column():
     result = simulate(RunConfig.model_validate(CHAT))
     assert "error" not in result.calls and result.rejected.empty
     assert result.rejection_message() == ""
+
+
+def test_app_arriving_at_infinity_is_an_error():
+    """An app generated in code (no config validation) that would arrive never."""
+    app = chain("late", math.inf, 100)
+    with pytest.raises(AppError, match="late: arrival time must be a finite number of seconds"):
+        simulate(RunConfig.model_validate(CHAT), apps=[app])
