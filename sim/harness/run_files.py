@@ -5,10 +5,12 @@ still be damaged later (a disk or copy error, a truncated sync, a tool rewriting
 cached run whose ``calls.parquet`` no longer reads must not be used. ``summary.json`` therefore
 lists every other file of the run under ``files``: its size in bytes and the SHA-256 of its
 content (first 16 hex digits), both taken from the bytes as they are written, so writing reads
-nothing back. :func:`intact` checks them before a run is taken from the cache: the sizes first
-(one ``stat`` per file), then the hashes (one read per file; SHA-256 runs at about 1.6 GB/s
-here, and a run's files are typically tens of kB, so a cached run costs well under a
-millisecond). A run recorded without ``files`` (an older parrotsim) is not trusted either.
+nothing back. :func:`intact` checks them before a run is taken from the cache, reading each
+file once (size, then checksum). Measured on the 555 cached runs of ``parrotsim report`` (44 kB
+of files per run on average, page cache warm): about 0.15 ms per cached run with the check against
+0.03 ms for reading ``summary.json`` alone; SHA-256 itself runs at about 1.6 GB/s here, so the
+cost is mostly opening the four files. A run recorded without ``files`` (an older parrotsim)
+is not trusted either.
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ def intact(folder: Path, files: Any) -> bool:
         return False
     try:
         for name, meta in files.items():
-            if (folder / name).stat().st_size != meta["bytes"]:
+            data = (folder / name).read_bytes()
+            if len(data) != meta["bytes"] or digest(data) != meta["sha256"]:
                 return False
-        return all(digest((folder / name).read_bytes()) == meta["sha256"]
-                   for name, meta in files.items())
     except (OSError, TypeError, KeyError):
         return False
+    return True
