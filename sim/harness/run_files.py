@@ -6,11 +6,11 @@ cached run whose ``calls.parquet`` no longer reads must not be used. ``summary.j
 lists every other file of the run under ``files``: its size in bytes and the SHA-256 of its
 content (first 16 hex digits), both taken from the bytes as they are written, so writing reads
 nothing back. :func:`intact` checks them before a run is taken from the cache, reading each
-file once (size, then checksum). Measured on the 555 cached runs of ``parrotsim report`` (44 kB
-of files per run on average, page cache warm): about 0.15 ms per cached run with the check against
-0.03 ms for reading ``summary.json`` alone; SHA-256 itself runs at about 1.6 GB/s here, so the
-cost is mostly opening the four files. A run recorded without ``files`` (an older parrotsim)
-is not trusted either.
+file once (size, then checksum). Measured on the 555 cached runs of ``parrotsim report`` (44
+kB of files per run on average, page cache warm): about 0.15 ms per cached run with the check,
+against 0.03 ms for reading ``summary.json`` alone; SHA-256 itself runs at about 1.6 GB/s
+here, so the cost is mostly opening the four files. A run recorded without ``files`` (an older
+parrotsim) is not trusted either.
 """
 
 from __future__ import annotations
