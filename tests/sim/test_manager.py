@@ -24,6 +24,9 @@ class Engine:
     def submit(self, seq) -> None:
         self.submitted.append(seq.call)
 
+    def admission_problem(self, prompt_len: int, output_len: int, shared: int) -> None:
+        return None  # every call fits
+
 
 def call(name: str) -> CallInfo:
     return CallInfo(uid=hash(name) % 1000, app_id="a", app_seq=0, call=name, prompt_len=10,

@@ -99,7 +99,9 @@ def test_a_rejected_call_fails_only_its_app(client):
     """The second call of one chain is longer than one vLLM iteration fills (8000 tokens):
     that app fails when the call reaches its engine; its first call ran, the other apps
     complete and the metrics cover them alone."""
-    cfg = RunConfig.model_validate({**CHAT, "client": {"kind": client}})
+    client_cfg = {"kind": client} if client == "langchain" else {"kind": client,
+                                                                 "readiness": "complete"}
+    cfg = RunConfig.model_validate({**CHAT, "client": client_cfg})
     apps = [chain("ok-0", 0.0, 500), chain("long", 0.1, 9000), chain("ok-1", 0.2, 500)]
     result = simulate(cfg, apps=apps)
     calls = result.calls.set_index(["app_id", "call"])
