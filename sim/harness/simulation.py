@@ -85,13 +85,15 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
 
     engines = []
     loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
-    prefill_memo: dict = {}  # one profile for every engine: lone prompt chunks costed once
+    # one profile for every engine: lone prompt chunks and decode rows are costed once a run
+    prefill_memo: dict = {}
+    decode_rows: dict = {}
     for i in range(cfg.cluster.engines):
         kv = KVCache(limits.kv_blocks, limits.block_size)
         cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s,
                              cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
-        cost = CostModel(profile, engine_cfg.runtime, prefill_memo)
+        cost = CostModel(profile, engine_cfg.runtime, prefill_memo, decode_rows)
         engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                               kernel=cfg.cluster.kernel,
                               fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,

@@ -49,9 +49,11 @@ class CostModel:
     """Per-iteration time (seconds) of one engine running ``runtime`` with ``profile``."""
 
     def __init__(self, profile: Profile, runtime: str = "vllm",
-                 prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None) -> None:
-        """``prefill_memo`` may be shared by the cost models of one profile (the engines of a
-        run): it maps a lone prompt chunk to its attention time and extrapolation count."""
+                 prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None,
+                 decode_rows: dict[int, tuple[Interp, float, bool]] | None = None) -> None:
+        """``prefill_memo`` and ``decode_rows`` may be shared by the cost models of one profile
+        (the engines of a run): the first maps a lone prompt chunk to its attention time and
+        extrapolation count, the second a decode batch's sequence count to its cost row."""
         c = profile.curves
         rt = profile.runtime(runtime)
         self.profile = profile
@@ -66,7 +68,8 @@ class CostModel:
         #: sequence count -> (the paged kernel's seconds vs KV tokens, the decode step's
         #: KV-independent seconds, whether that count is past the linear curve): a plain dict,
         #: the fastest lookup; a row is built once per sequence count by :meth:`_decode_row`
-        self._decode_rows: dict[int, tuple[Interp, float, bool]] = {}
+        self._decode_rows: dict[int, tuple[Interp, float, bool]] = (
+            {} if decode_rows is None else decode_rows)
         self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
         self._prefill = Interp.of(c.prefill_attention)
         self._shared = c.shared_prefix
