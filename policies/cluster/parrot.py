@@ -89,7 +89,14 @@ class _Load:
     tokens_cap: int
     bound: int
     latency: int
+    #: the engine's prefix keys (the manager's set, read only here)
     prefixes: set[str] = field(default_factory=set)
+    #: prefixes of calls placed on the engine during this dispatch call
+    placed: set[str] = field(default_factory=set)
+
+    def holds(self, key: str | None) -> bool:
+        """Whether the engine holds, or is about to hold, the prefix context ``key``."""
+        return key in self.prefixes or key in self.placed
 
 
 class ParrotScheduler(ClusterPolicy):
@@ -128,7 +135,7 @@ class ParrotScheduler(ClusterPolicy):
         loads = [_Load(i, e.num_requests, e.reserved_tokens,
                        min(e.max_requests, cfg.max_requests_per_engine),
                        min(e.tokens_capacity, cap_tokens), e.requests_bound, e.latency_calls,
-                       set(e.prefixes)) for i, e in enumerate(engines)]
+                       e.prefixes) for i, e in enumerate(engines)]
         out: list[tuple[CallInfo, int]] = []
         if cfg.mode == "artifact":
             order = self._artifact_order(queue, now) if cfg.app_fifo else queue
@@ -233,7 +240,7 @@ class ParrotScheduler(ClusterPolicy):
         cfg = self.cfg
         slots = (min(load.cap, load.bound) if cfg.dag_aware else load.cap) - load.num
         if cfg.mode == "artifact":
-            held = cfg.ctx_aware and part[0].shared_prefix in load.prefixes
+            held = cfg.ctx_aware and load.holds(part[0].shared_prefix)
             if held:
                 return (0, load.index)
             return (1, slots if cfg.dag_aware else -slots, load.index)
@@ -259,9 +266,9 @@ class ParrotScheduler(ClusterPolicy):
         """Tokens of the longest prefix of ``call`` whose context the engine holds."""
         best = 0
         for key, n in zip(call.prefix_keys, call.prefix_lens, strict=False):
-            if key in load.prefixes:
+            if load.holds(key):
                 best = max(best, n)
-        if best == 0 and call.shared_prefix in load.prefixes:
+        if best == 0 and load.holds(call.shared_prefix):
             best = 1
         return best
 
@@ -273,4 +280,4 @@ class ParrotScheduler(ClusterPolicy):
         if self.objective(call) == "latency":
             load.latency += 1
         if call.shared_prefix is not None:
-            load.prefixes.add(call.shared_prefix)
+            load.placed.add(call.shared_prefix)
