@@ -14,13 +14,15 @@ import argparse
 
 from parrotsim.calibrate.replay import __main__ as replay_main
 from parrotsim.calibrate.replay import compare as compare_mod
+from parrotsim.core.errors import output_folder
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("replay", help="replay an experiment on a real GPU (CUDA)",
                        description=__doc__.splitlines()[0])
     p.add_argument("experiment", help="experiment file or shipped name (replay/sharegpt_vllm)")
-    p.add_argument("--out", required=True, help="folder for the replayed tables")
+    p.add_argument("--out", required=True, type=output_folder,
+                   help="folder for the replayed tables")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs for decode steps")
     p.add_argument("--num-requests", type=int, help="override workload.num_requests")
     p.set_defaults(main=replay)
@@ -33,7 +35,7 @@ def add_parser(sub) -> None:
 
 
 def replay(args: argparse.Namespace) -> int:
-    argv = [args.experiment, "--out", args.out] + (["--eager"] if args.eager else [])
+    argv = [args.experiment, "--out", str(args.out)] + (["--eager"] if args.eager else [])
     if args.num_requests is not None:
         argv += ["--num-requests", str(args.num_requests)]
     return replay_main.main(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from parrotsim.core.errors import UsageError
+from parrotsim.core.errors import UsageError, output_folder
 from parrotsim.reports.build import build_report
 
 
@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
                        description=__doc__)
     p.add_argument("--figures", help="comma-separated figure ids (default: all)")
     p.add_argument("--profile", help="hardware profile family to use instead, e.g. h200")
-    p.add_argument("--out", type=Path, default=Path("reports/out"))
+    p.add_argument("--out", type=output_folder, default=Path("reports/out"),
+                   help="report folder (default: reports/out)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(main=main)

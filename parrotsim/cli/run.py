@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from parrotsim.core.errors import output_folder
 from parrotsim.sim.harness.experiment import ExperimentError, load_experiment
 from parrotsim.sim.harness.runner import default_out, plan, run_experiment
 
@@ -21,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Expand FILE's variants x sweep axes x seeds and run every run whose "
                     "results are not already stored under OUT/runs/.")
     p.add_argument("file", metavar="FILE.yaml", help="experiment file")
-    p.add_argument("--out", metavar="DIR", help="results directory "
+    p.add_argument("--out", metavar="DIR", type=output_folder, help="results directory "
                    "(default: results/<experiment name>)")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
                    help="local worker processes (default: all cores; 1 = in this process)")

@@ -34,18 +34,40 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     root = Path(args.dir)
-    if (root / SUMMARY_PARQUET).is_file():
-        frame = pd.read_parquet(root / SUMMARY_PARQUET)
-    elif (root / SUMMARY_CSV).is_file():
-        frame = pd.read_csv(root / SUMMARY_CSV)
-    else:
-        raise UsageError(f"{root}: no {SUMMARY_CSV} here; run 'parrotsim run FILE --out "
-                         f"{root}' first")
-    meta = json.loads((root / META).read_text()) if (root / META).is_file() else {}
+    frame, meta = read_results(root)
     labels = [c for c in meta.get("labels", ["variant", "seed"]) if c in frame.columns]
     metrics = _pick_metrics(args.metrics, frame, meta, UsageError)
     print(render(frame, labels, metrics, meta.get("name", root.name), str(root)))
     return 0
+
+
+def read_results(root: Path) -> tuple[pd.DataFrame, dict]:
+    """The summary table and metadata of a results folder; a missing, empty, truncated or
+    corrupt folder is a :class:`UsageError` naming the file."""
+    if (root / SUMMARY_PARQUET).is_file():
+        path = root / SUMMARY_PARQUET
+    elif (root / SUMMARY_CSV).is_file():
+        path = root / SUMMARY_CSV
+    else:
+        raise UsageError(f"{root}: no {SUMMARY_CSV} here; run 'parrotsim run FILE --out "
+                         f"{root}' first")
+    try:
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as exc:  # Arrow's and pandas' read errors are ValueErrors
+        raise UsageError(f"{path}: not a readable results table "
+                         f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                         ) from None
+    missing = [c for c in ("status", "variant") if c not in frame.columns]
+    if missing or frame.empty:
+        raise UsageError(f"{path}: not a summary written by 'parrotsim run' "
+                         + (f"(no column {', '.join(missing)})" if missing else "(no runs)"))
+    try:
+        meta = json.loads((root / META).read_text()) if (root / META).is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{root / META}: unreadable ({exc})") from None
+    if not isinstance(meta, dict):
+        raise UsageError(f"{root / META}: not an experiment description")
+    return frame, meta
 
 
 def _pick_metrics(arg: str | None, frame, meta: dict, error: type[Exception]) -> list[str]:

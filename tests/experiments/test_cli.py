@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from parrotsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,3 +91,40 @@ def test_example_sweep_is_valid(capsys, tmp_path):
     assert engines == {1, 2, 4} and rates == {2.0, 8.0}
     assert caps == {4096, None} and len(exp.runs) == 10
     assert {r.config.workload.kind for r in exp.runs} == {"sharegpt"}
+
+
+@pytest.mark.parametrize("damage", ["garbage_parquet", "truncated_csv", "no_status", "bad_meta",
+                                    "empty_csv"])
+def test_show_on_a_damaged_results_folder_is_a_clear_error(damage, tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(tiny), "--out", str(out), "-j", "1", "-q"]) == 0
+    if damage == "garbage_parquet":
+        (out / "summary.parquet").write_bytes(b"x")
+    else:
+        (out / "summary.parquet").unlink()
+        if damage == "truncated_csv":
+            (out / "summary.csv").write_text((out / "summary.csv").read_text()[:40])
+        elif damage == "no_status":
+            (out / "summary.csv").write_text("run_hash,mean_jct\nabc,1.0\n")
+        elif damage == "empty_csv":
+            (out / "summary.csv").write_text("")
+        else:
+            (out / "experiment.json").write_text("{")
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("parrotsim: ") and str(out) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_out_naming_an_existing_file_is_exit_2_before_anything_runs(command, tiny, tmp_path,
+                                                                    capsys):
+    target = tmp_path / "taken"
+    target.write_text("mine")
+    argv = ["run", str(tiny)] if command == "run" else ["report", "--figures", "fig15"]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--out", str(target / "sub" if command == "report" else target)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err or "not a folder" in err
+    assert target.read_text() == "mine"
