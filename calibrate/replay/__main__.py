@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from parrotsim.calibrate.replay.chunks import TokenIds
-from parrotsim.calibrate.replay.clock import WallClock
 from parrotsim.calibrate.replay.executor import Replay
 from parrotsim.calibrate.replay.tables import store
 from parrotsim.sim.harness.config import RunConfig
@@ -63,14 +62,18 @@ def main(argv: list[str] | None = None) -> int:
     plans = []
     for run in exp.runs:
         cfg = with_requests(run.config, args.num_requests)
-        plans.append((run, cfg, Replay(cfg, None, WallClock())))
-    pages = max(r.kv.num_blocks for _, _, r in plans)
-    width = max(r.kv.blocks_for(r.max_context()) for _, _, r in plans) + 1
+        plans.append((run, cfg, Replay(cfg, None)))
+    pages = max(r.limits.kv_blocks for _, _, r in plans)
+    width = max(r.table_width() for _, _, r in plans)
     models = {r.profile.model.name for _, _, r in plans}
     if len(models) != 1:
         raise SystemExit(f"one model per replay file, got {sorted(models)}")
+    shared = any(cfg.cluster.kernel == "shared_prefix" for _, cfg, _ in plans)
+    prefixes = sorted({n for _, cfg, r in plans if cfg.cluster.kernel == "shared_prefix"
+                       for n in r.shared_prefix_pages()})
     t = time.perf_counter()
-    gpu = GpuForward(models.pop(), pages, width, graphs=not args.eager)
+    gpu = GpuForward(models.pop(), pages, width, graphs=not args.eager,
+                     decode_attention="shared_prefix" if shared else "paged")
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": triton.__version__, "cuda": str(torch.version.cuda),
             "python": platform.python_version(), "experiment": exp.name,
@@ -78,14 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "model": gpu.cfg.name, "kv_pages": pages, "table_width": width,
             "graphs": list(gpu.buckets), "init_s": round(time.perf_counter() - t, 2)}
-    meta["capture_s"] = round(gpu.capture(), 2)
+    meta["shared_prefix_pages"] = prefixes
+    meta["capture_s"] = round(gpu.capture(tuple(prefixes)), 2)
     meta["warmup_s"] = round(gpu.warmup(), 2)
     print(f"model ready: {meta}", flush=True)
     meta["runs"] = {}
     for run, cfg, replay in plans:
         name = run_name(run)
-        replay.forward = gpu
-        replay.ids = TokenIds(gpu.cfg.vocab_size, seed=cfg.seed)
+        replay.device.forward = gpu
+        replay.device.ids = TokenIds(gpu.cfg.vocab_size, seed=cfg.seed)
         before = dict(gpu.calls)
         t = time.perf_counter()
         result = replay.run()

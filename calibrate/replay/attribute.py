@@ -3,7 +3,8 @@
     python -m parrotsim.calibrate.replay.attribute REAL_DIR [--decode-bench CSV]
 
 Two analyses per ``REAL_DIR/runs/<name>``, both re-running the replay loop
-(:class:`~parrotsim.calibrate.replay.executor.Replay`) on a fake clock:
+(:class:`~parrotsim.calibrate.replay.executor.Replay`) on a fake clock (vLLM runs: no
+shared-prefix groups):
 
 * **re-drive**: each iteration lasts what the real one lasted (the clock jumps to the next
   real iteration's start), so the policy sees the real timing; ``identical`` counts the
@@ -32,9 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from parrotsim.calibrate.replay.clock import FakeClock
 from parrotsim.calibrate.replay.compare import KEY, replayed_runs, request_errors
-from parrotsim.calibrate.replay.executor import Replay
+from parrotsim.calibrate.replay.executor import FakeClock, Replay
 from parrotsim.calibrate.replay.tables import batch_of
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.model.costmodel import CostModel
@@ -54,16 +54,19 @@ def redrive(run_dir: Path) -> tuple[int, int, pd.DataFrame]:
     """(identical batches, iterations, decode batches with ``imbalance`` and ``ratio``)."""
     cfg, _, it = _load(run_dir)
     nxt = np.append(it["start"].to_numpy(np.float64)[1:], np.inf)
+    ends = it["end"].to_numpy(np.float64)
     clock, spread, count = FakeClock(), {}, [0]
 
-    def forward(batch, prefills, decodes):
+    def forward(batch, prefills, decodes, shared_pages):
         i = count[0]
         count[0] += 1
         if batch.decodes and not batch.prefills:
             kv = np.array([s.kv_tokens for s in batch.decodes])
             spread[i] = kv.max() / kv.mean()
-        if i < len(nxt) and np.isfinite(nxt[i]):
-            clock.t = nxt[i]
+        # the real iteration's start to the next one's (the last: to its end); an
+        # iteration the real log lacks takes a nanosecond (iterations must take time)
+        target = (nxt[i] if np.isfinite(nxt[i]) else ends[i]) if i < len(nxt) else -np.inf
+        clock.t = max(target, clock.t + 1e-9)
     got = Replay(cfg, forward, clock).run().iterations
     n = min(len(got), len(it))
     same = int((got[KEY].iloc[:n].to_numpy() == it[KEY].iloc[:n].to_numpy()).all(axis=1).sum())
@@ -88,7 +91,7 @@ def what_if(run_dir: Path) -> list[dict[str, float]]:
         replay = Replay(cfg, None, clock)
         cost = CostModel(replay.profile, cfg.cluster.engine.runtime)
 
-        def forward(batch, prefills, decodes, step=step, clock=clock, cost=cost):
+        def forward(batch, prefills, decodes, shared_pages, step=step, clock=clock, cost=cost):
             t = cost.iteration_time(batch)
             if batch.prefills:
                 t = (max(t, floor) if step >= 3 else t) + (h_pre if step >= 1 else 0.0)
@@ -96,7 +99,7 @@ def what_if(run_dir: Path) -> list[dict[str, float]]:
                 t = t * (by_n.get(len(batch.decodes), overall) if step >= 2 else 1.0)
                 t += h_dec if step >= 1 else 0.0
             clock.advance(t)
-        replay.forward = forward
+        replay.device.forward = forward
         res = replay.run()
         out.append({"step": STEPS[step], **request_errors(real, res.calls),
                     "preemptions": float(res.calls["preemptions"].sum()),

@@ -8,10 +8,11 @@ the right length: values do not change the work) and the sequence's block table 
 :class:`~parrotsim.calibrate.replay.pages.PageAllocator`, in the layout of
 :class:`parrotsim.kernels.llama_batch.SeqChunk` (prefill chunks first, then decodes).
 
-The kernels address position ``p`` as page ``table[p // 16]``, so a forked prefix must end on
-a page boundary (the simulator pads a forked parent to a block boundary, which leaves a gap in
-positions the kernels cannot express): :func:`batch_chunks` raises ``NotImplementedError``
-otherwise.
+The kernels address position ``p`` as page ``table[p // 16]``. A forked parent is padded to a
+block boundary (the simulator's rule, and Parrot's), so a child's own tokens start on a fresh
+page: the kernels see them at positions shifted by the parent's padding, and attend over the
+(< 16 per level) padding slots as if they were context. That costs the same as the real
+positions to within those few slots; values never matter (random weights and ids).
 """
 
 from __future__ import annotations
@@ -55,18 +56,20 @@ def batch_chunks(batch: Batch, pages: PageAllocator, ids: TokenIds,
     """(prefill chunks, decode chunks) of ``batch``; ``pages`` must be synced already."""
     prefills = []
     for seq, n in batch.prefills:
-        prefills.append(Chunk(ids.take(n), seq.filled, _table(seq, pages, page_size)))
-    decodes = [Chunk(ids.take(1), seq.kv_tokens - 1, _table(seq, pages, page_size))
-               for seq in batch.decodes]
+        table, pad = _layout(seq, pages, page_size)
+        prefills.append(Chunk(ids.take(n), seq.filled + pad, table))
+    decodes = []
+    for seq in batch.decodes:
+        table, pad = _layout(seq, pages, page_size)
+        decodes.append(Chunk(ids.take(1), seq.kv_tokens - 1 + pad, table))
     return prefills, decodes
 
 
-def _table(seq: Sequence, pages: PageAllocator, page_size: int) -> list[int]:
-    if seq.cached_len % page_size:
-        raise NotImplementedError(
-            f"a forked prefix of {seq.cached_len} tokens does not end on a {page_size}-token "
-            "page: the kernels need contiguous positions")
+def _layout(seq: Sequence, pages: PageAllocator, page_size: int) -> tuple[list[int], int]:
+    """The sequence's block table and the padding slots of its forked ancestors."""
     table = pages.table(seq.ctx)
-    if len(table) * page_size < seq.kv_tokens:
+    parent = seq.ctx.parent
+    pad = 0 if parent is None else len(pages.table(parent)) * page_size - seq.ctx.prefix_tokens
+    if len(table) * page_size < seq.kv_tokens + pad:
         raise RuntimeError(f"{seq}: {len(table)} pages for {seq.kv_tokens} tokens")
-    return table
+    return table, pad

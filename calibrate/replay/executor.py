@@ -1,151 +1,167 @@
-"""The serving loop of one engine on one GPU, driven by the simulator's own objects.
+"""A run replayed on a real engine: the simulator's whole model on a wall clock.
 
-:class:`Replay` builds the run's apps with :func:`~parrotsim.sim.harness.simulation.build_apps`,
-its calls with the simulator's client (:mod:`.calls`), the engine state as
-``EngineState(KVCache(...))`` sized as a simulation sizes it, and the policy as
-``cfg.cluster.engine.make()``. Then, one real iteration at a time (no fast-forward):
+:class:`Replay` runs :func:`parrotsim.sim.harness.simulation.simulate` itself - the same apps
+(``build_apps``, the run's seed), clients (LangChain or Parrot, app DAGs released as outputs
+return, round trips from the run's network stream), manager and cluster policy, engine policy,
+KV cache and prefix caches - with two things swapped in:
 
-1. calls whose engine arrival (``sent + rtt/2``, seconds since ``t0``) has passed on the clock
-   join the waiting queue (``policy.accept``, ``seq.arrived`` = that arrival, as
-   ``Engine.submit``); with nothing runnable the loop sleeps until the next arrival;
-2. ``policy.schedule(state)`` picks the batch (admitting, allocating, preempting);
-3. the page allocator gives every running context ``ctx.blocks`` physical pages, and the
-   batch becomes prefill / decode chunks (:mod:`.chunks`);
-4. ``forward(batch, prefills, decodes)`` runs it and returns when its results are ready;
-5. tokens are emitted and sequences finished as the simulator's engine does (:mod:`.emit`),
-   then ``policy.on_iteration_end`` is told and the dead contexts' pages come back.
+* the environment: :class:`WallClockEnvironment`, SimPy's real-time environment, so that an
+  event at ``t`` happens when the wall clock reads ``t`` seconds since ``t0`` (a call is sent
+  at its app's arrival, a round trip is a real wait);
+* the engine: :class:`~parrotsim.calibrate.replay.real_engine.RealEngine`, whose iterations
+  run ``forward`` (:class:`parrotsim.calibrate.replay.gpu.GpuForward` on the GPU) and last as
+  long as it does.
 
-An iteration starts at step 2 (``admitted``) and ends when the forward pass returns
-(``first_token``, ``finished``); the log keeps the CPU time of steps 2-3 (``sched_s``), the
-forward's wall and GPU time, and the bookkeeping after it (``post_s``, before the next start).
-The clock and the forward function are injected: the GPU replay passes the wall clock and
-:class:`parrotsim.calibrate.replay.gpu.GpuForward`; tests pass a fake clock and a forward that
-advances it by the cost model's iteration time.
+So the real run and the simulated one differ only in how long each iteration takes and in
+the host time around it; any other divergence is a bug of one of the two (tests pin this with
+a fake forward that lasts the cost model's time: the per-call times then equal the
+simulator's). One engine per run: the lent machine has one GPU, and several engines would take
+turns on it.
+
+Tests use :class:`FakeClock` and a plain SimPy environment instead of the wall clock.
 """
 
 from __future__ import annotations
 
-import gc
-from collections import deque
-from collections.abc import Callable
+import time
 
-from parrotsim.calibrate.replay.calls import client_calls, engine_arrival
-from parrotsim.calibrate.replay.chunks import Chunk, TokenIds, batch_chunks
-from parrotsim.calibrate.replay.clock import FakeClock, WallClock
-from parrotsim.calibrate.replay.emit import emit
-from parrotsim.calibrate.replay.pages import PageAllocator
+import simpy
+from simpy.core import EmptySchedule, Environment
+
+from parrotsim.calibrate.replay.chunks import TokenIds
+from parrotsim.calibrate.replay.real_engine import Device, ForwardFn, RealEngine
 from parrotsim.calibrate.replay.tables import ReplayResult, make_result
 from parrotsim.sim.harness.config import RunConfig
-from parrotsim.sim.harness.simulation import build_apps
-from parrotsim.sim.model.engine_policy import EngineState
-from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.manager import plain_sequence
+from parrotsim.sim.harness.feasibility import engine_limits
+from parrotsim.sim.harness.simulation import build_apps, simulate
 from parrotsim.sim.model.profile import Profile, load_profile
-from parrotsim.sim.model.request import CallInfo
-from parrotsim.sim.model.sequence import Batch, Sequence
-from parrotsim.workloads.app import App
+from parrotsim.workloads.app import App, prompt_tokens, var_lengths
+from parrotsim.workloads.prefix_hash import shared_prefix
 
-#: runs one iteration and returns when its outputs are ready: (GPU s, input-building host s,
-#: launching host s), or None when not measured
-ForwardFn = Callable[[Batch, list[Chunk], list[Chunk]], "tuple[float, float, float] | None"]
+SPIN_S = 5e-4  # the last half millisecond before an event is waited for by spinning
+
+
+class WallClockEnvironment(simpy.rt.RealtimeEnvironment):
+    """SimPy's real-time environment (one simulated second per second, late events allowed)
+    whose ``t0`` is the start of :meth:`run`; it spins the last :data:`SPIN_S` before each
+    event instead of sleeping (a sleep overshoots by ~0.1 ms)."""
+
+    def __init__(self) -> None:
+        super().__init__(initial_time=0.0, factor=1.0, strict=False)
+
+    def run(self, until=None):
+        self.sync()
+        return super().run(until)
+
+    def wall(self) -> float:
+        """The wall clock, in seconds since ``t0``."""
+        return time.monotonic() - self.real_start
+
+    def step(self) -> None:
+        t = self.peek()
+        if t == float("inf"):
+            raise EmptySchedule
+        while True:
+            left = t - self.wall()
+            if left <= 0:
+                break
+            if left > SPIN_S:
+                time.sleep(left - SPIN_S)
+        Environment.step(self)
+
+
+class WallClock:
+    """The replay's clock on the GPU: the environment's wall clock."""
+
+    def __init__(self, env: WallClockEnvironment) -> None:
+        self.env = env
+
+    def now(self) -> float:
+        return self.env.wall()
+
+    def catch_up(self, t: float) -> None:
+        """The wall clock is never behind the events it serves."""
+
+
+class FakeClock:
+    """A clock that stands still until a fake forward :meth:`advance`-s it (tests)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def catch_up(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
 
 
 def check_supported(cfg: RunConfig) -> None:
-    """Raise ``NotImplementedError`` for what this first increment does not replay."""
-    c = cfg.cluster
-    if c.engines != 1:
+    """Raise ``NotImplementedError`` for what the replay cannot run for real."""
+    if cfg.cluster.engines != 1:
         raise NotImplementedError("the replay runs one engine on one GPU (cluster.engines: 1)")
-    if c.prefix_cache or c.kernel != "paged":
-        raise NotImplementedError("prefix caches and the shared-prefix kernel are not replayed")
+    if getattr(cfg.cluster.engine, "request_tracking", False):
+        raise NotImplementedError("vLLM's request tracking is a modelled host cost; the replay "
+                                  "measures its own host time (set request_tracking: false)")
+
+
+def max_context(apps: list[App], template_tokens: int) -> int:
+    """Most tokens one call can hold: its prompt (chat template included) plus its output."""
+    most = 1
+    for app in apps:
+        lengths = var_lengths(app)
+        for call in app.calls:
+            most = max(most, prompt_tokens(app, call, lengths) + template_tokens
+                       + call.output_tokens)
+    return most
 
 
 class Replay:
-    """One run of ``cfg`` replayed through ``forward`` on ``clock``."""
+    """One run of ``cfg`` on a real engine whose iterations run ``forward``; ``clock`` None
+    means the wall clock (on the GPU), a :class:`FakeClock` a test's simulated one."""
 
-    def __init__(self, cfg: RunConfig, forward: ForwardFn, clock: WallClock | FakeClock,
-                 profile: Profile | None = None, apps: list[App] | None = None,
-                 vocab: int = 32000) -> None:
+    def __init__(self, cfg: RunConfig, forward: ForwardFn | None,
+                 clock: FakeClock | None = None, profile: Profile | None = None,
+                 apps: list[App] | None = None, vocab: int = 32000) -> None:
         check_supported(cfg)
-        self.cfg, self.forward, self.clock = cfg, forward, clock
+        self.cfg, self.fake = cfg, clock
         self.profile = profile or load_profile(cfg.cluster.profile)
         self.apps = build_apps(cfg) if apps is None else apps
-        self.calls: list[CallInfo] = client_calls(cfg, self.apps)
-        engine = cfg.cluster.engine
-        bs = cfg.cluster.block_size
-        self.kv = KVCache(engine.kv_blocks(self.profile.kv_capacity_tokens(), bs), bs)
-        self.state = EngineState(self.kv)
-        self.policy = engine.make()
-        self.pages = PageAllocator(self.kv.num_blocks)
-        self.ids = TokenIds(vocab, seed=cfg.seed)
-        self.injected: dict[int, float] = {}  # uid -> when the loop queued the call
-        self.log: list[tuple] = []
+        self.limits = engine_limits(cfg, self.profile)
+        self.device = Device(forward, clock, TokenIds(vocab, seed=cfg.seed))
+        self.engines: list[RealEngine] = []
 
-    def max_context(self) -> int:
-        """Most tokens one sequence can hold (prompt plus output, before any truncation)."""
-        return max([c.prompt_len + c.output_len for c in self.calls], default=1)
+    def table_width(self) -> int:
+        """Block-table width in pages that every sequence of the run fits (plus one page per
+        forked level's padding)."""
+        most = max_context(self.apps, self.cfg.client.template_tokens())
+        return -(-most // self.limits.block_size) + 2
+
+    def shared_prefix_pages(self) -> tuple[int, ...]:
+        """Page counts of the prefixes the run's calls may fork (graphs are captured for
+        them), as the clients find them (:func:`~parrotsim.workloads.prefix_hash.shared_prefix`),
+        padded to a page."""
+        bs = self.limits.block_size
+        found = {shared_prefix(a, c) for a in self.apps for c in a.calls}
+        return tuple(sorted({-(-p[1] // bs) for p in found if p is not None}))
 
     def run(self) -> ReplayResult:
         """Replay every call; returns the tables (times in seconds since ``t0``)."""
-        state, policy, clock, pages = self.state, self.policy, self.clock, self.pages
-        pending = deque(sorted(self.calls, key=lambda c: (engine_arrival(c), c.uid)))
-        threshold = gc.get_threshold()
-        gc.collect()
-        gc.set_threshold(50_000, 20, 100)  # as simulate(): rare cycle scans
-        clock.start()
-        try:
-            while True:
-                now = clock.now()
-                while pending and engine_arrival(pending[0]) <= now:
-                    self._submit(pending.popleft(), now)
-                if not state.waiting and not state.running:
-                    if not pending:
-                        break
-                    clock.sleep_until(engine_arrival(pending[0]))
-                    continue
-                start = clock.now()
-                batch = policy.schedule(state)
-                if batch.empty:
-                    if not pending:
-                        raise RuntimeError("the policy scheduled nothing and no call is due")
-                    clock.sleep_until(engine_arrival(pending[0]))
-                    continue
-                pages.sync([s.ctx for s in state.running])
-                prefills, decodes = batch_chunks(batch, pages, self.ids, self.kv.block_size)
-                shape = _shape(batch, policy)
-                ready = clock.now()
-                timing = self.forward(batch, prefills, decodes)
-                end = clock.now()
-                finished = emit(state, policy, batch, start, end, self._finished)
-                policy.on_iteration_end(state, batch, 1, finished)
-                pages.release_dead()
-                self.log.append((start, ready, end, clock.now(), timing, *shape,
-                                 self.kv.used_blocks, len(state.waiting)))
-        finally:
-            gc.set_threshold(*threshold)
-        return make_result(self)
+        if self.engines:
+            raise RuntimeError("a Replay runs once")
+        if self.fake is None:
+            env = WallClockEnvironment()
+            self.device.clock = WallClock(env)
+        else:
+            env = simpy.Environment()
 
-    def _submit(self, info: CallInfo, now: float) -> None:
-        """The call reaches the engine (``Manager.arrive`` + dispatch + ``Engine.submit``)."""
-        t = engine_arrival(info)
-        seq = plain_sequence(info, None)
-        seq.engine_id = 0
-        info.arrived = info.dispatched = t
-        info.engine = 0
-        info.seq = seq
-        self.policy.accept(seq)
-        seq.arrived = t
-        self.state.waiting.append(seq)
-        self.injected[info.uid] = now
-
-    def _finished(self, seq: Sequence, end: float) -> None:
-        info = seq.request
-        info.returned = end + info.rtt / 2
-
-
-def _shape(batch: Batch, policy) -> tuple:
-    """Batch composition: prompt chunks as ((new, kv tokens), ...), prefill tokens and
-    sequences, decode sequences, the KV tokens they read, and the policy's host time."""
-    chunks = tuple((n, s.kv_tokens) for s, n in batch.prefills)
-    host = policy.host_time(batch) if chunks else 0.0
-    return (chunks, sum(n for n, _ in chunks), len(chunks), len(batch.decodes),
-            sum([s.kv_tokens for s in batch.decodes]), host)
+        def make_engine(*args, **kwargs) -> RealEngine:
+            engine = RealEngine(*args, device=self.device, **kwargs)
+            self.engines.append(engine)
+            return engine
+        result = simulate(self.cfg, self.apps, self.profile, validate=False, env=env,
+                          make_engine=make_engine)
+        return make_result(self, result)

@@ -4,7 +4,10 @@ The same tensors as :func:`parrotsim.kernels.llama_batch.build_batch` (a test ch
 with numpy instead of a Python loop per token (a prompt of 8000 tokens costs ~3 ms of host
 time in that loop). Decode rows can be padded to ``pad_to`` rows with dummy sequences of one
 token on the ``scratch`` page (for CUDA graphs of fixed batch sizes); their outputs are
-ignored and their KV writes land on the scratch page only.
+ignored and their KV writes land on the scratch page only. With ``shared_pages`` = n > 0 every
+decode row's table starts with the same n pages (one forked prefix, read once by the
+shared-prefix kernel); padding rows then fork that prefix too (their one token on the scratch
+page, at position ``16 n``) so the kernel sees a uniform batch.
 """
 
 from __future__ import annotations
@@ -16,19 +19,22 @@ from parrotsim.calibrate.replay.chunks import Chunk
 from parrotsim.kernels.llama_batch import PAGE_SIZE, ForwardBatch
 
 
-def _tables(chunks: list[Chunk], width: int, rows: int, scratch: int) -> np.ndarray:
+def _tables(chunks: list[Chunk], width: int, rows: int, scratch: int,
+            shared_pages: int = 0) -> np.ndarray:
     t = np.zeros((rows, width), dtype=np.int32)
     for i, c in enumerate(chunks):
         t[i, :len(c.table)] = c.table
-    t[len(chunks):, 0] = scratch
+    if shared_pages:
+        t[len(chunks):, :shared_pages] = chunks[0].table[:shared_pages] if chunks else scratch
+    t[len(chunks):, shared_pages] = scratch
     return t
 
 
 def to_forward_batch(prefills: list[Chunk], decodes: list[Chunk], device: torch.device | str,
                      table_width: int | None = None, pad_to: int = 0,
-                     scratch: int = 0) -> ForwardBatch:
+                     scratch: int = 0, shared_pages: int = 0) -> ForwardBatch:
     """The forward batch of ``prefills`` then ``decodes`` (decode tables padded to
-    ``table_width`` pages, decode rows to ``pad_to``)."""
+    ``table_width`` pages, decode rows to ``pad_to``; ``shared_pages``: see module)."""
     dev = torch.device(device)
     nd = max(len(decodes), pad_to if decodes or pad_to else 0)
     ids, pos, slots = [], [], []
@@ -41,8 +47,8 @@ def to_forward_batch(prefills: list[Chunk], decodes: list[Chunk], device: torch.
         slots.append(tab[p // PAGE_SIZE] * PAGE_SIZE + p % PAGE_SIZE)
     if nd:
         width = table_width or max(len(c.table) for c in decodes)
-        dtab = _tables(decodes, width, nd, scratch)
-        dpos = np.zeros(nd, dtype=np.int64)
+        dtab = _tables(decodes, width, nd, scratch, shared_pages)
+        dpos = np.full(nd, shared_pages * PAGE_SIZE, dtype=np.int64)
         dpos[:len(decodes)] = [c.ctx_len for c in decodes]
         did = np.zeros(nd, dtype=np.int64)
         did[:len(decodes)] = [int(c.token_ids[0]) for c in decodes]
@@ -72,4 +78,5 @@ def to_forward_batch(prefills: list[Chunk], decodes: list[Chunk], device: torch.
         batch.num_decode = nd
         batch.decode_block_tables = put(dtab)
         batch.decode_seq_lens = put((dpos + 1).astype(np.int32))
+        batch.num_shared_pages = shared_pages
     return batch

@@ -8,6 +8,10 @@ sequences on the scratch page; block tables padded to ``table_width`` pages, so 
 fixed KV-split counts come from that width); other iterations (prompt chunks, or more decodes
 than the largest bucket) run the plain forward. ``graphs=False`` runs everything eagerly.
 
+With ``decode_attention="shared_prefix"`` a decode batch whose rows all fork one cached prefix
+of ``n`` pages runs the shared-prefix kernel (prefix read once, then each suffix); its graphs
+are captured per (bucket, n) for the prefix sizes given to :meth:`capture`.
+
 Each call returns ``(gpu_s, build_s, launch_s)``: the CUDA-event time from just before the
 first launch to the end of the forward (device inputs already copied), the host time of
 building and copying the inputs, and the host time of issuing the launches (for an eager
@@ -36,30 +40,33 @@ class GpuForward:
 
     def __init__(self, model: str, num_pages: int, table_width: int, graphs: bool = True,
                  buckets: tuple[int, ...] = BUCKETS, seed: int = 0,
-                 device: str = "cuda") -> None:
+                 device: str = "cuda", decode_attention: str = "paged") -> None:
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"  # else (tests: tiny model, CPU) no graphs, events
         self.cfg = LlamaConfig.preset(model)
         self.model = LlamaModel(self.cfg, num_pages + 1, self.device, seed=seed,
-                                prefill_backend="triton")
+                                prefill_backend="triton", decode_attention=decode_attention)
         gen = torch.Generator(device=self.device).manual_seed(seed + 1)
         for cache in (self.model.k_cache, self.model.v_cache):  # never time on zeros
             cache.normal_(0.0, 1.0, generator=gen)
         self.scratch = num_pages
         self.width = table_width
         self.buckets = tuple(buckets) if graphs and self.cuda else ()
-        self.graphs: dict[int, DecodeGraph] = {}
+        self.graphs: dict[tuple[int, int], DecodeGraph] = {}  # (bucket, shared pages)
         self.ev = ((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                    if self.cuda else None)
         self.calls = {"graph": 0, "eager": 0}
 
-    def capture(self) -> float:
-        """Capture a decode graph per bucket; returns the seconds it took."""
+    def capture(self, shared_pages: tuple[int, ...] = ()) -> float:
+        """Capture a decode graph per bucket (and per bucket and shared prefix size in pages,
+        for the shared-prefix kernel); returns the seconds it took."""
         t = time.perf_counter()
-        for b in self.buckets:
-            tpl = to_forward_batch([], [], self.device, self.width, pad_to=b,
-                                   scratch=self.scratch)
-            self.graphs[b] = DecodeGraph(self.model, tpl)
+        sizes = (0, *shared_pages) if self.model.decode_attention == "shared_prefix" else (0,)
+        for n in sorted(set(sizes)):
+            for b in self.buckets:
+                tpl = to_forward_batch([], [], self.device, self.width, pad_to=b,
+                                       scratch=self.scratch, shared_pages=n)
+                self.graphs[b, n] = DecodeGraph(self.model, tpl)
         self._sync()
         return time.perf_counter() - t
 
@@ -83,10 +90,10 @@ class GpuForward:
         for b in (1, 5, 33) if max_tokens >= 1000 else (1, 2):
             pages = iter(range(self.scratch))
             self._eager([], [chunk(1, 300 + i) for i in range(b)])
-        for b, g in self.graphs.items():
+        for (b, n), g in self.graphs.items():
             pages = iter(range(self.scratch))
-            g.run(to_forward_batch([], [chunk(1, 200)], self.device, self.width, b,
-                                   self.scratch))
+            g.run(to_forward_batch([], [chunk(1, 200 + 16 * n)], self.device, self.width, b,
+                                   self.scratch, n))
         self._sync()
         return time.perf_counter() - t
 
@@ -98,17 +105,22 @@ class GpuForward:
         self.model.forward(to_forward_batch(prefills, decodes, self.device,
                                             self.width if decodes else None, 0, self.scratch))
 
-    def __call__(self, batch: Batch, prefills: list[Chunk], decodes: list[Chunk]
-                 ) -> tuple[float, float, float]:
+    def __call__(self, batch: Batch, prefills: list[Chunk], decodes: list[Chunk],
+                 shared_pages: int = 0) -> tuple[float, float, float]:
         t0 = time.perf_counter()
         graph = None
         if decodes and not prefills and self.buckets and len(decodes) <= self.buckets[-1]:
             b = self.buckets[bisect.bisect_left(self.buckets, len(decodes))]
-            graph = self.graphs[b]
-            fb = to_forward_batch([], decodes, self.device, self.width, b, self.scratch)
+            graph = self.graphs.get((b, shared_pages))
+        if graph is not None:
+            fb = to_forward_batch([], decodes, self.device, self.width, b, self.scratch,
+                                  shared_pages)
         else:
+            if decodes and not prefills and self.buckets:
+                self.calls["uncaptured"] = self.calls.get("uncaptured", 0) + 1
             fb = to_forward_batch(prefills, decodes, self.device,
-                                  self.width if decodes else None, 0, self.scratch)
+                                  self.width if decodes else None, 0, self.scratch,
+                                  shared_pages)
         t1 = time.perf_counter()
         if self.ev is not None:
             self.ev[0].record()

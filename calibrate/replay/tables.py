@@ -1,37 +1,36 @@
 """The tables of a replayed run, with the simulator's columns, and how they are stored.
 
-* ``calls``: :data:`~parrotsim.sim.model.metrics.CALL_COLUMNS` from the simulator's own
-  :func:`~parrotsim.sim.model.metrics.call_table`, plus ``injected`` (when the loop moved the
-  call into the waiting queue: its engine arrival rounded up to the next poll between
-  iterations). The client is emulated: ``sent`` is the call's send time as the simulator's
-  client sets it (the app's arrival for a dependency-free call) and ``returned`` is
-  ``finished + rtt/2`` (with ``network.model: none``: sent = arrived, returned = finished);
-* ``apps``: the simulator's per-app columns (``end``: last output returned);
-* ``engines``: :func:`~parrotsim.sim.model.metrics.engine_table`'s columns (``busy_time``: the
-  sum of iteration wall times; ``extrapolated``: cost-model evaluations of the replayed batches
-  past the profile's measured range) plus ``gpu_time`` (sum of CUDA-event times);
+* ``calls``, ``apps``: the simulator's own tables (:mod:`parrotsim.sim.model.metrics`): the
+  replay *is* the simulator's model, with real engine iterations (:mod:`.executor`);
+* ``engines``: the simulator's engine table (``busy_time``: the sum of iteration wall times;
+  ``extrapolated``: 0, the real engine never asks the cost model) plus ``gpu_time`` (sum of
+  CUDA-event times), ``shared_kernel_fallbacks`` (decode batches of several prefixes that the
+  paged kernel served) and ``model_extrapolated`` (cost-model evaluations of the replayed
+  batches past the profile's measured range);
 * ``iterations``: one row per iteration: ``start``/``end`` (s since t0), ``wall_s`` = end -
   start, ``sched_s`` (schedule + page mapping + chunk building), ``forward_s`` (the forward
   call, synchronized), ``gpu_s`` (CUDA events around it), ``build_s`` / ``launch_s`` (host
-  time of that call building its device inputs / issuing its launches), ``post_s`` (emission and bookkeeping
-  before the next iteration may start), the batch (``prefill_tokens``, ``prefill_seqs``,
-  ``decode_seqs``, ``decode_kv_tokens`` read by decodes, ``prefill_kv_tokens`` held by the
-  prefilled sequences), ``used_blocks``, ``waiting`` and ``model_s``: the cost model's time for
-  exactly this batch (what the simulator would charge for it).
+  time of that call building its device inputs / issuing its launches), ``post_s`` (emission
+  and bookkeeping - the rest of the model's events - before the engine looks at its queue
+  again), the batch (``prefill_tokens``, ``prefill_seqs``, ``decode_seqs``,
+  ``decode_kv_tokens`` read by decodes (shared prefixes counted per sequence),
+  ``prefill_kv_tokens`` held by the prefilled sequences, ``shared_groups`` and
+  ``shared_pages``: the prefix the shared-prefix kernel served), ``used_blocks``, ``waiting``
+  and ``model_s``: the cost model's time for exactly this batch (what the simulator would
+  charge for it).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.kv_cache import Context
-from parrotsim.sim.model.metrics import RunResult, call_table, engine_table, summarize
+from parrotsim.sim.model.metrics import RunResult
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ ITERATION_COLUMNS = [
     "iteration", "start", "end", "wall_s", "sched_s", "forward_s", "gpu_s", "build_s",
     "launch_s", "post_s",
     "prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens", "prefill_kv_tokens",
-    "used_blocks", "waiting", "model_s",
+    "shared_groups", "shared_pages", "used_blocks", "waiting", "model_s",
 ]
 
 
@@ -71,42 +70,30 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
     """The iteration log, and the cost model's extrapolation count over it."""
     cost = CostModel(replay.profile, replay.cfg.cluster.engine.runtime)
     rows = []
-    for i, (start, ready, end, post, gpu, chunks, ptok, pseq, dseq, dkv, host, used,
-            waiting) in enumerate(replay.log):
-        model = cost.iteration_time(batch_of(chunks, dseq, dkv)) + host
-        gpu, build, launch = (nan, nan, nan) if gpu is None else gpu
-        rows.append((i, start, end, end - start, ready - start, end - ready, gpu, build,
-                     launch, post - end, ptok, pseq, dseq, dkv,
-                     sum(kv for _, kv in chunks), used, waiting, model))
+    for i, r in enumerate(replay.device.log):
+        shared = list(r.shared)
+        shared_tokens = sum(p * n for p, n in shared)
+        model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens),
+                                    shared, shared_tokens)
+        gpu, build, launch = (nan, nan, nan) if r.timing is None else r.timing
+        post = r.end if r.post is None else r.post
+        rows.append((i, r.start, r.end, r.end - r.start, r.ready - r.start, r.end - r.ready,
+                     gpu, build, launch, post - r.end, sum(n for n, _ in r.chunks),
+                     len(r.chunks), r.decode_seqs, r.decode_kv_tokens,
+                     sum(kv for _, kv in r.chunks), len(shared), r.shared_pages, r.used_blocks,
+                     r.waiting, model))
     return pd.DataFrame(rows, columns=ITERATION_COLUMNS), cost.extrapolated
 
 
-def make_result(replay: Replay) -> ReplayResult:
-    calls = call_table(replay.calls)
-    calls["injected"] = [replay.injected.get(c.uid, -1.0) for c in replay.calls]
+def make_result(replay: Replay, sim: RunResult) -> ReplayResult:
+    """The simulator's own tables of the replayed run (``sim``), with the engine's GPU time,
+    the shared-prefix kernel's fallbacks and the iteration log added."""
     iters, extrapolated = iteration_table(replay)
-    ends: dict[str, float] = {}
-    by_app: dict[str, dict] = {}
-    for c in replay.calls:
-        by_app.setdefault(c.app_id, {})[c.call] = c
-    for app in replay.apps:
-        outs = [c for c in app.calls if c.output in app.outputs]
-        got = [by_app[app.app_id][c.name].returned for c in outs]
-        ends[app.app_id] = max(got) if got and min(got) >= 0 else nan
-    apps = pd.DataFrame([{
-        "app_id": a.app_id, "kind": a.kind, "background": a.background, "arrival": a.arrival,
-        "end": ends[a.app_id], "calls": len(a.calls)} for a in replay.apps],
-        columns=["app_id", "kind", "background", "arrival", "end", "calls"])
-    apps["latency"] = apps["end"] - apps["arrival"]
-    engine = SimpleNamespace(
-        engine_id=0, busy_time=float(iters["wall_s"].sum()), iterations=len(iters),
-        batched_seqs=int((iters["prefill_seqs"] + iters["decode_seqs"]).sum()), kv=replay.kv,
-        cost=SimpleNamespace(extrapolated=extrapolated), policy=replay.policy)
-    end = float(apps["end"].max()) if len(apps) else 0.0
-    engines = engine_table([engine], replay.profile.model.kv_bytes_per_token
-                           * replay.cfg.cluster.block_size, end)
+    engines = sim.engines.copy()
     engines["gpu_time"] = float(iters["gpu_s"].sum())
-    return ReplayResult(calls, apps, engines, summarize(calls, apps, engines), iters)
+    engines["shared_kernel_fallbacks"] = replay.device.fallbacks
+    engines["model_extrapolated"] = extrapolated
+    return ReplayResult(sim.calls, sim.apps, engines, sim.summary, iters)
 
 
 def compact(df: pd.DataFrame) -> pd.DataFrame:

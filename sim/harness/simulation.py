@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
@@ -34,6 +35,10 @@ from parrotsim.sim.model.profile import Profile, load_profile
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, validate_apps
 
+#: makes engine ``i`` of a run; called as ``Engine`` is (the real-GPU replay passes a subclass
+#: whose iterations run a forward pass, :mod:`parrotsim.calibrate.replay.real_engine`)
+EngineFactory = Callable[..., Engine]
+
 
 def build_apps(cfg: RunConfig) -> list[App]:
     """The run's apps, generated from the workload stream of its seed and validated."""
@@ -43,13 +48,19 @@ def build_apps(cfg: RunConfig) -> list[App]:
 
 def simulate(cfg: RunConfig, apps: list[App] | None = None,
              profile: Profile | None = None, validate: bool = True,
-             recorder: IterationRecorder | None = None) -> RunResult:
+             recorder: IterationRecorder | None = None, env: simpy.Environment | None = None,
+             make_engine: EngineFactory = Engine) -> RunResult:
     """Run one simulation; ``apps`` overrides the workload and ``profile`` the cluster's cost
     profile (for tests and fitting). Given ``apps`` are validated unless ``validate`` is False
     (for apps that came from :func:`build_apps`, which validates). ``recorder`` is told every
-    engine iteration (:mod:`parrotsim.sim.harness.timeline`); it does not change the run."""
+    engine iteration (:mod:`parrotsim.sim.harness.timeline`); it does not change the run.
+
+    ``env`` and ``make_engine`` let the same model run elsewhere than on a fresh simulated
+    clock: the GPU replay passes an environment that follows the wall clock and engines whose
+    iterations last as long as a real forward pass (everything else - clients, network,
+    manager, policies, KV accounting - is this model's own)."""
     with _rare_collections():
-        return _simulate(cfg, apps, profile, validate, recorder)
+        return _simulate(cfg, apps, profile, validate, recorder, env, make_engine)
 
 
 @contextmanager
@@ -66,7 +77,9 @@ def _rare_collections():
 
 
 def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
-              validate: bool, recorder: IterationRecorder | None = None) -> RunResult:
+              validate: bool, recorder: IterationRecorder | None = None,
+              env: simpy.Environment | None = None,
+              make_engine: EngineFactory = Engine) -> RunResult:
     profile = profile or load_profile(cfg.cluster.profile)
     streams = np.random.SeedSequence(cfg.seed).spawn(2)
     if apps is None:
@@ -75,7 +88,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
         apps = validate_apps(apps)
     if not apps:
         raise ValueError("the workload has no apps: nothing to simulate")
-    env = simpy.Environment()
+    env = simpy.Environment() if env is None else env
     engine_cfg = cfg.cluster.engine
     limits = engine_limits(cfg, profile)
     manager_ref: list[Manager] = []
@@ -94,10 +107,10 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                              cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
         cost = CostModel(profile, engine_cfg.runtime, prefill_memo, decode_rows)
-        engines.append(Engine(env, i, engine_cfg.make(), cost, kv, on_finish,
-                              kernel=cfg.cluster.kernel,
-                              fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,
-                              recorder=recorder, limits=limits))
+        engines.append(make_engine(env, i, engine_cfg.make(), cost, kv, on_finish,
+                                   kernel=cfg.cluster.kernel,
+                                   fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,
+                                   recorder=recorder, limits=limits))
     client_ref: list = []
     pipelined = cfg.client.kind == "parrot" and cfg.client.readiness == "dispatched"
     manager = Manager(env, engines, cfg.cluster.scheduler.make(len(engines)),

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from parrotsim.api import run_config
-from parrotsim.calibrate.replay.clock import FakeClock
-from parrotsim.calibrate.replay.executor import Replay
+from parrotsim.calibrate.replay.executor import FakeClock, Replay
 from parrotsim.sim.model.costmodel import CostModel
 
 
@@ -26,12 +25,13 @@ def cost_model_replay(cfg, check=None) -> Replay:
     replay = Replay(cfg, None, clock)
     cost = CostModel(replay.profile, cfg.cluster.engine.runtime)
 
-    def forward(batch, prefills, decodes):
+    def forward(batch, prefills, decodes, shared_pages):
         if check is not None:
             check(replay, batch, prefills, decodes)
-        t = cost.iteration_time(batch)
+        engine = replay.engines[0]
+        t = cost.iteration_time(batch, *engine._shared_groups(batch))
         if batch.prefills:
-            t += replay.policy.host_time(batch)
+            t += engine.policy.host_time(batch)
         clock.advance(t)
-    replay.forward = forward
+    replay.device.forward = forward
     return replay

@@ -1,9 +1,11 @@
-"""The replay loop reuses the simulator's semantics: with a fake clock and a forward pass that
-lasts the cost model's iteration time it produces the simulator's per-call times."""
+"""The replay is the simulator's model with real engine iterations: with a fake clock and a
+forward pass that lasts the cost model's iteration time it produces the simulator's per-call
+times - for chats, app DAGs with either client, prefix caches and the shared-prefix kernel."""
 
 import numpy as np
 import pytest
 
+from parrotsim.api import run_config
 from parrotsim.calibrate.replay.executor import Replay
 from parrotsim.sim.harness.simulation import simulate
 from parrotsim.sim.model.metrics import CALL_COLUMNS
@@ -37,6 +39,68 @@ def test_same_per_call_times_as_the_simulator(rate, capacity, network):
     assert it["prefill_seqs"].sum() == len(a) + a["preemptions"].sum()  # one fill per admission
 
 
+PARROT_ENGINE = {"policy": "parrot", "scheduler": "fifo", "max_batch_size": 256,
+                 "max_num_batched_tokens": 2560, "max_total_tokens": 8192,
+                 "num_kv_cache_blocks": 1200}
+DAGS = {
+    # Fig 11's shape: a refine chain, Parrot client (server-side dependencies), prefix cached
+    "chain_parrot": dict(
+        workload={"kind": "chain_summary", "doc_set": "arxiv_march_10", "chunk_size": 1024,
+                  "output_len": 25, "docs": [3]},
+        client={"kind": "parrot"},
+        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
+                 "engine": PARROT_ENGINE,
+                 "scheduler": {"policy": "parrot", "max_requests_per_engine": 128,
+                               "tokens_capacity": 8192}}),
+    # Fig 14's shape: map-reduce, LangChain client (gather, then reduce), vLLM 0.1.4
+    "map_reduce_langchain": dict(
+        workload={"kind": "map_reduce", "doc_set": "arxiv_march_10", "chunk_size": 1024,
+                  "output_len": 25, "docs": [3]},
+        cluster={"engines": 1, "profile": "h200_llama-7b",
+                 "engine": {"policy": "vllm", "capacity_tokens": 4096,
+                            "max_num_batched_tokens": 8000}}),
+    # ... and with the Parrot client and the DAG-aware manager
+    "map_reduce_parrot": dict(
+        workload={"kind": "map_reduce", "doc_set": "arxiv_march_10", "chunk_size": 1024,
+                  "output_len": 25, "docs": [3]},
+        client={"kind": "parrot"},
+        cluster={"engines": 1, "profile": "h200_llama-7b", "engine": PARROT_ENGINE,
+                 "scheduler": {"policy": "parrot", "dag_aware": True,
+                               "max_requests_per_engine": 128, "tokens_capacity": 8192}}),
+    # Fig 16's shape: one 5107-token system prompt forked by every call, shared-prefix kernel
+    "bing_shared_prefix": dict(
+        workload={"kind": "bing", "requests": "sampled", "output_len": 40},
+        network={"model": "none"},
+        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
+                 "kernel": "shared_prefix",
+                 "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
+                            "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
+                 "scheduler": {"policy": "slots", "slots": 8}}),
+}
+
+
+@pytest.mark.parametrize("name", list(DAGS))
+def test_dags_prefixes_and_parrot_give_the_simulators_times(name):
+    cfg = run_config(**DAGS[name], seed=1)
+    replay = cost_model_replay(cfg)
+    real = replay.run()
+    sim = simulate(cfg)
+    a, b = real.calls[CALL_COLUMNS], sim.calls[CALL_COLUMNS]
+    assert len(a) == len(b) > 1
+    assert a.drop(columns=TIMES).equals(b.drop(columns=TIMES))
+    assert np.abs(a[TIMES].to_numpy() - b[TIMES].to_numpy()).max() < 1e-9
+    assert np.abs(real.apps["latency"] - sim.apps["latency"]).max() < 1e-9
+    assert real.engines["peak_kv_blocks"].iloc[0] == sim.engines["peak_kv_blocks"].iloc[0]
+    it = real.iterations
+    assert np.allclose(it["wall_s"], it["model_s"], rtol=1e-9, atol=1e-12)
+    if name == "bing_shared_prefix":  # every decode batch forks the one prefix
+        decodes = it[it["decode_seqs"] > 1]
+        assert len(decodes) and (decodes["shared_pages"] == -(-5107 // 16)).all()
+        assert real.engines["shared_kernel_fallbacks"].iloc[0] == 0
+    if name == "chain_parrot":
+        assert a["cached_len"].gt(0).any()  # the refine template's head was forked
+
+
 def test_chunks_address_the_new_positions():
     seen = []
 
@@ -57,5 +121,4 @@ def test_unsupported_runs_are_refused():
         Replay(config().model_copy(update={"cluster": config().cluster.model_copy(
             update={"engines": 2})}), None, None)
     with pytest.raises(NotImplementedError):
-        Replay(config().model_copy(update={"cluster": config().cluster.model_copy(
-            update={"prefix_cache": True})}), None, None)
+        Replay(config(request_tracking=True), None, None)

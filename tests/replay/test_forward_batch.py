@@ -51,3 +51,14 @@ def test_padding_rows_use_the_scratch_page_only():
     assert fb.decode_seq_lens[3:].tolist() == [1, 1, 1]
     assert fb.slot_mapping[3:].tolist() == [999 * 16] * 3
     assert fb.logits_index.tolist() == list(range(6))
+
+
+def test_padding_rows_fork_the_shared_prefix_and_write_to_scratch():
+    shared = [7, 8, 9]  # a 3-page prefix every row forks
+    dec = [Chunk(np.array([5]), 48 + k, shared + [20 + k]) for k in range(3)]
+    fb = to_forward_batch([], dec, "cpu", 6, pad_to=5, scratch=999, shared_pages=3)
+    assert fb.num_shared_pages == 3
+    assert fb.decode_block_tables[:, :3].tolist() == [shared] * 5
+    assert fb.decode_block_tables[3:, 3].tolist() == [999, 999]
+    assert fb.decode_seq_lens.tolist() == [49, 50, 51, 49, 49]  # pads: prefix + one token
+    assert fb.slot_mapping[3:].tolist() == [999 * 16] * 2

@@ -4,10 +4,12 @@ import random
 
 import pytest
 
+from parrotsim.api import run_config
 from parrotsim.calibrate.replay.pages import PageAllocator
 from parrotsim.sim.model.kv_cache import KVCache
 
 from .helpers import config, cost_model_replay
+from .test_executor import DAGS
 
 
 def _live(ctxs):
@@ -88,16 +90,36 @@ def test_replay_pages_follow_the_policy_through_preemptions():
     live_max = [0]
 
     def check(replay, batch, prefills, decodes):
-        running = [s for s in replay.state.running if s.ctx is not None]
-        replay.pages.check([s.ctx for s in running])
-        assert replay.pages.used == replay.kv.used_blocks
-        tables = [set(replay.pages.table(s.ctx)) for s in running]
+        engine = replay.engines[0]
+        running = [s for s in engine.state.running if s.ctx is not None]
+        engine.pages.check([s.ctx for s in running])
+        assert engine.pages.used == engine.kv.used_blocks
+        tables = [set(engine.pages.table(s.ctx)) for s in running]
         assert sum(map(len, tables)) == len(set().union(*tables))  # no page on two contexts
-        for s in replay.state.waiting:
+        for s in engine.state.waiting:
             assert s.ctx is None  # preempted or new: no pages
-        live_max[0] = max(live_max[0], replay.pages.used)
+        live_max[0] = max(live_max[0], engine.pages.used)
     replay = cost_model_replay(config(rate=14.0, n=60, capacity=2048, seed=1), check)
     result = replay.run()
+    engine = replay.engines[0]
     assert result.calls["preemptions"].sum() > 0
-    assert live_max[0] == replay.kv.peak_blocks
-    assert replay.pages.used == 0
+    assert live_max[0] == engine.kv.peak_blocks
+    engine.pages.release_dead()
+    assert engine.pages.used == 0
+
+
+@pytest.mark.parametrize("name", ["chain_parrot", "bing_shared_prefix"])
+def test_replay_pages_hold_forked_prefixes_once(name):
+    forked = [0]
+
+    def check(replay, batch, prefills, decodes):
+        engine = replay.engines[0]
+        engine.pages.check([s.ctx for s in engine.state.running if s.ctx is not None])
+        assert engine.pages.used == engine.kv.used_blocks  # cached prefixes included
+        for s, c in zip(batch.decodes, decodes, strict=True):
+            if s.ctx.parent is not None:  # a fork: the parent's pages lead its table
+                forked[0] += 1
+                assert c.table[:s.ctx.parent.blocks] == engine.pages.pages(s.ctx.parent)
+                assert c.ctx_len == s.ctx.parent.blocks * 16 + s.ctx.tokens - 1
+    cost_model_replay(run_config(**DAGS[name], seed=1), check).run()
+    assert forked[0] > 0
