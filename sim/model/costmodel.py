@@ -9,7 +9,8 @@ prompt chunks and decode tokens together):
           + paged(decodes, KV tokens read by the paged kernel) + per_seq * decodes
           + sum over shared-prefix groups of shared_prefix(prefix, group size))
 
-(an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead).
+(an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead,
+and lasts at least the runtime's ``prefill_launch_floor_s`` past that overhead).
 
 ``paged(n, kv)`` is the profile's ``decode_paged`` curve at ``kv`` or, when the profile has a
 ``decode_paged_grid`` (sequences x KV tokens per sequence), that grid at ``n`` sequences and
@@ -61,6 +62,7 @@ class CostModel:
         self.fixed = rt.overhead_s
         self.prefill_scale = rt.prefill_scale
         self.prefill_fixed = rt.prefill_overhead_s
+        self.prefill_floor = rt.prefill_launch_floor_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
         self._linear = Interp.of(c.linear)
@@ -158,7 +160,7 @@ class CostModel:
             t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
             if shared:
                 t += self.shared_prefix_time(shared)
-        return self.prefill_fixed + self.prefill_scale * t
+        return self.prefill_fixed + max(self.prefill_scale * t, self.prefill_floor)
 
     def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                        shared: list[SharedGroup]) -> DecodeStretch:

@@ -148,14 +148,21 @@ class Curves(StrictConfig):
 
 
 class Runtime(StrictConfig):
-    """How a serving runtime (vLLM 0.1.4, Parrot's engine, HF transformers) differs from the
-    kernels: ``iteration_time = overhead_s + scale * model_time``, and for an iteration that
-    fills prompt tokens ``prefill_overhead_s + prefill_scale * model_time`` instead."""
+    """How a serving runtime (vLLM 0.1.4, Parrot's engine, HF transformers, parrotsim's own
+    replay loop) differs from the kernels: ``iteration_time = overhead_s + scale *
+    model_time``, and for an iteration that fills prompt tokens ``prefill_overhead_s +
+    max(prefill_scale * model_time, prefill_launch_floor_s)`` instead.
+
+    ``prefill_launch_floor_s`` (seconds): a runtime that runs prompt-filling iterations
+    eagerly (no CUDA graph) issues every kernel launch from the host one by one, so such an
+    iteration lasts at least as long as issuing them takes, however little work the GPU has.
+    0 (the default) for runtimes where it was not measured."""
 
     overhead_s: float = Field(default=0.0, ge=0)
     scale: float = Field(default=1.0, gt=0)
     prefill_overhead_s: float = Field(default=0.0, ge=0)
     prefill_scale: float = Field(default=1.0, gt=0)
+    prefill_launch_floor_s: float = Field(default=0.0, ge=0)
 
 
 class Profile(StrictConfig):

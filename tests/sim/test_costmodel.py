@@ -5,7 +5,8 @@ import pytest
 
 from parrotsim.calibrate.roofline import GPUS, MODELS, roofline_profile
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import Curve
+from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.profile import Curve, Runtime
 from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import a100_13b, seq
 
@@ -126,3 +127,21 @@ def test_remembered_prefill_times_equal_fresh_ones_and_count_extrapolation_again
     assert cm.iteration_time(batch) == first  # served from memory
     assert cm.extrapolated == 2 * counted
     assert CostModel(prof).iteration_time(batch) == first
+
+
+def test_prefill_launch_floor_bounds_small_prompt_iterations_only():
+    def prompt(n: int) -> Batch:  # n new tokens, no context before them
+        s = seq(n, 1)
+        s.ctx = KVCache(1000).create()
+        s.ctx.tokens = n
+        return Batch(prefills=[(s, n)], decodes=[])
+    prof = a100_13b()
+    plain = CostModel(prof, "vllm")
+    small, large = plain.iteration_time(prompt(16)), plain.iteration_time(prompt(4000))
+    floor = (small + large) / 2  # above the small prompt's time, below the large one's
+    prof = prof.model_copy(update={"runtimes": {"vllm": Runtime(
+        prefill_overhead_s=0.001, prefill_launch_floor_s=floor)}})
+    cm = CostModel(prof, "vllm")
+    assert cm.iteration_time(prompt(16)) == pytest.approx(0.001 + floor)  # launch-bound
+    assert cm.iteration_time(prompt(4000)) == pytest.approx(0.001 + large)  # GPU-bound
+    assert cm.decode_times(1, 100, 1, [], 1)[0] == plain.decode_times(1, 100, 1, [], 1)[0]

@@ -1,0 +1,84 @@
+"""The replay loop's host costs, measured from its iteration logs, as a profile's runtime terms.
+
+    python -m parrotsim.calibrate.replay.runtime_fit REAL_DIR [REAL_DIR ...]
+        [--profile h200_llama-7b] [--out calibrate/profiles/h200_llama-7b-replay.yaml]
+
+The cost profile of a GPU times the kernels alone (CUDA graphs, no host work). A real loop
+also spends host time every iteration, and its eager prompt iterations are launch-bound. From
+the ``iterations`` tables of replayed runs (:mod:`parrotsim.calibrate.replay.tables`) this
+measures, as medians over all iterations of the given runs:
+
+* ``overhead_s``: host time of a decode-only iteration (a CUDA-graph replay): wall time plus
+  the bookkeeping after it, minus its GPU time (``wall_s + post_s - gpu_s``);
+* ``prefill_overhead_s``: the same for an iteration that fills prompt tokens (run eagerly);
+* ``prefill_launch_floor_s``: the host time of issuing an eager iteration's kernel launches
+  (``launch_s``): the GPU cannot finish such an iteration sooner.
+
+``scale`` and ``prefill_scale`` stay 1: the GPU time is the profile's. The same terms go to
+the ``vllm`` and ``parrot`` runtimes (one loop runs both policies). The written profile is the
+base profile with these runtimes, a new name, and the runs it was fitted to.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from parrotsim.sim.model.profile import Runtime, dump_profile, load_profile
+
+
+def host_terms(iterations: pd.DataFrame) -> Runtime:
+    """The runtime terms measured on one pooled iteration log (see module docstring)."""
+    it = iterations[iterations["gpu_s"].notna()]
+    prefill = it["prefill_seqs"] > 0
+    host = it["wall_s"] + it["post_s"] - it["gpu_s"]
+    if not prefill.any() or prefill.all():
+        raise ValueError("the runs need both decode-only and prompt-filling iterations")
+    return Runtime(overhead_s=float(host[~prefill].median()),
+                   prefill_overhead_s=float(host[prefill].median()),
+                   prefill_launch_floor_s=float(it.loc[prefill, "launch_s"].median()))
+
+
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """Every replayed run under ``paths`` (a run folder, or a replay's output folder)."""
+    out = []
+    for p in paths:
+        found = [p] if (p / "iterations.parquet").is_file() else sorted(
+            d for d in (p / "runs").glob("*") if (d / "iterations.parquet").is_file())
+        if not found:
+            raise SystemExit(f"{p}: no replayed run (iterations.parquet) found")
+        out += found
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m parrotsim.calibrate.replay.runtime_fit",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("real_dirs", type=Path, nargs="+")
+    ap.add_argument("--profile", default="h200_llama-7b", help="base profile (name or path)")
+    ap.add_argument("--out", type=Path, help="write the profile here (default: print only)")
+    args = ap.parse_args(argv)
+    runs = run_dirs(args.real_dirs)
+    pooled = pd.concat([pd.read_parquet(d / "iterations.parquet") for d in runs])
+    rt = host_terms(pooled)
+    base = load_profile(args.profile)
+    print(f"{len(runs)} runs, {len(pooled)} iterations: decode host {rt.overhead_s * 1e3:.3f} "
+          f"ms, prefill host {rt.prefill_overhead_s * 1e3:.3f} ms, prefill launch floor "
+          f"{rt.prefill_launch_floor_s * 1e3:.2f} ms")
+    if args.out is None:
+        return 0
+    sources = [f"{d.parent.parent.name}/{d.name}" for d in runs]
+    prof = base.model_copy(update={
+        "name": args.out.stem, "runtimes": {"vllm": rt, "parrot": rt},
+        "description": (f"{base.name} with the host costs of parrotsim's replay loop "
+                        f"(calibrate/replay) measured on the same GPU: " + ", ".join(sources)),
+        "fitted_to": [*base.fitted_to, f"runtime terms: {len(pooled)} replayed iterations"]})
+    dump_profile(prof, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
