@@ -1,19 +1,24 @@
 """Compare replayed runs with the simulator (no GPU).
 
-    python -m parrotsim.calibrate.replay.compare REAL_DIR [--profile h200_llama-7b] [--out DIR]
+    python -m parrotsim.calibrate.replay.compare REAL_DIR [--profile P] [--out DIR]
+        [--bounds REAL_DIR/bounds.yaml]
 
 For each ``REAL_DIR/runs/<name>`` (written by ``python -m parrotsim.calibrate.replay``) the
 run's stored config is simulated (``--profile`` replaces its cost profile; fast-forward on)
 and the two are compared:
 
+* per app (joined on ``app_id``): latency (last output returned - arrival), median / mean
+  of ``|sim - real| / real`` and the error of the mean; the paper's normalized latency (mean
+  of E2E / output tokens) real and simulated;
 * per request (calls joined on app and call): E2E latency (``returned - sent``), TTFT
   (``first_token - engine_arrived``) and TPOT (``(finished - first_token) / (output - 1)``,
   calls of more than one output token): median / mean / p90 over requests of
   ``|sim - real| / real``, and the signed error of the mean and of the p90
   (``(sim - real) / real``);
 * per iteration, two ways: (1) the cost model on the real batches: each logged iteration's
-  ``model_s`` (the simulator's time for exactly that batch) against its wall time and its GPU
-  time; (2) by order: the simulator stepped one iteration at a time (fast-forward off, same
+  ``model_s`` (the simulator's time for exactly that batch; with ``--profile``, plus that
+  profile's runtime terms) against its wall time, its GPU time and its cycle (wall plus the
+  bookkeeping after it, which is what a runtime's host terms stand for); (2) by order: the simulator stepped one iteration at a time (fast-forward off, same
   per-call times) against the real log, iteration ``i`` with iteration ``i``, for as long as
   the two batches are identical (prefill tokens and sequences, decode sequences, decode KV
   tokens); ``iter_matched`` says how many were;
@@ -22,7 +27,9 @@ and the two are compared:
   launching, and the bookkeeping after the forward; idle waits excluded).
 
 Writes ``compare.csv`` (one row per run) and ``compare_latency.png`` (simulated vs real
-per-request E2E latency) into ``--out`` (default ``REAL_DIR``) and prints a table.
+per-request E2E latency) into ``--out`` (default ``REAL_DIR``), prints a table and, per run,
+which of issue 14's targets are met (:mod:`.targets`). With ``--bounds`` it exits 1 when a run
+breaks a bound of that file (the CI gate on the committed replays).
 """
 
 from __future__ import annotations
@@ -35,8 +42,10 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.calibrate.replay.compare_view import format_table, plot
+from parrotsim.calibrate.replay.targets import ISSUE_TARGETS, broken, load_bounds
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.model.profile import Runtime, load_profile
 
 KEY = ["prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens"]
 
@@ -73,14 +82,48 @@ def request_errors(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def model_errors(iters: pd.DataFrame) -> dict[str, float]:
-    """The cost model on the real batches, and the real loop's host time per iteration."""
+def app_errors(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:
+    """Per-app latency errors (apps joined on ``app_id``; apps that finished in both)."""
+    r = real.set_index("app_id")["latency"]
+    s = sim.set_index("app_id")["latency"]
+    r, s = r.align(s, join="inner")
+    ok = r.notna() & s.notna() & (r > 0)
+    r, s = r[ok], s[ok]
+    rel = (s - r).abs() / r
+    return {"apps": float(len(r)), "app_median_err": float(rel.median()),
+            "app_mean_err": float(rel.mean()), "app_real_mean": float(r.mean()),
+            "app_sim_mean": float(s.mean()), "app_mean_bias": float(s.mean() / r.mean() - 1)}
+
+
+def normalized_latency(calls: pd.DataFrame) -> float:
+    """The paper's normalized latency: mean over calls of E2E latency / output tokens (s)."""
+    done = calls[calls["returned"] >= 0]
+    return float(((done["returned"] - done["sent"]) / done["output_len"]).mean())
+
+
+def with_runtime(iters: pd.DataFrame, runtime: Runtime) -> pd.Series:
+    """The logged kernel-only ``model_s`` with a profile's runtime terms applied (what the
+    simulator charges for each real batch: host terms included)."""
+    pre = iters["prefill_seqs"] > 0
+    decode = runtime.overhead_s + runtime.scale * iters["model_s"]
+    prefill = runtime.prefill_overhead_s + np.maximum(
+        runtime.prefill_scale * iters["model_s"], runtime.prefill_launch_floor_s)
+    return decode.where(~pre, prefill)
+
+
+def model_errors(iters: pd.DataFrame, runtime: Runtime | None = None) -> dict[str, float]:
+    """The cost model on the real batches, and the real loop's host time per iteration.
+    ``runtime``: terms to add to the logged kernel-only model times; the model (with them)
+    is then also compared with each iteration's cycle (wall plus the bookkeeping after)."""
     out: dict[str, float] = {}
+    iters = iters.assign(cycle_s=iters["wall_s"] + iters["post_s"])
+    if runtime is not None:
+        iters = iters.assign(model_s=with_runtime(iters, runtime))
     pre = iters["prefill_seqs"] > 0
     for name, sel in (("all", slice(None)), ("decode", ~pre), ("prefill", pre)):
         it = iters[sel]
         out[f"iter_{name}_n"] = float(len(it))
-        for ref in ("wall", "gpu"):
+        for ref in ("wall", "gpu", "cycle"):
             rel = (it["model_s"] - it[f"{ref}_s"]).abs() / it[f"{ref}_s"]
             out[f"iter_{name}_model_vs_{ref}_median_err"] = float(rel.median())
         out[f"iter_{name}_wall_ms"] = float(it["wall_s"].mean() * 1e3)
@@ -130,10 +173,15 @@ def compare_run(run_dir: Path, profile: str | None = None) -> tuple[dict, pd.Dat
     cfg = RunConfig.model_validate(data)
     real = {t: pd.read_parquet(run_dir / f"{t}.parquet")
             for t in ("calls", "engines", "iterations")}
+    real["apps"] = pd.read_parquet(run_dir / "apps.parquet")
     sim = simulate(cfg)
     row = {"run": run_dir.name, "profile": cfg.cluster.profile,
-           **request_errors(real["calls"], sim.calls)}
-    row.update(model_errors(real["iterations"]))
+           **request_errors(real["calls"], sim.calls), **app_errors(real["apps"], sim.apps)}
+    nl_real, nl_sim = normalized_latency(real["calls"]), normalized_latency(sim.calls)
+    row.update(norm_real=nl_real, norm_sim=nl_sim, norm_bias=nl_sim / nl_real - 1)
+    runtime = (load_profile(profile).runtime(cfg.cluster.engine.runtime)
+               if profile else None)
+    row.update(model_errors(real["iterations"], runtime))
     row.update(order_matched(real["iterations"], sim_iterations(cfg)))
     for name, df in (("real", real), ("sim", {"calls": sim.calls, "engines": sim.engines})):
         e = df["engines"].iloc[0]
@@ -164,11 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", help="cost profile to simulate with (default: the run's)")
     ap.add_argument("--out", type=Path, help="where compare.csv and the plot go "
                     "(default: REAL_DIR)")
+    ap.add_argument("--bounds", type=Path, help="a bounds file (calibrate/replay/targets.py): "
+                    "exit 1 when a run breaks one; its profile is used unless --profile")
     args = ap.parse_args(argv)
+    profile, bounds = (None, {}) if args.bounds is None else load_bounds(args.bounds)
+    profile = args.profile or profile
     runs = replayed_runs(args.real_dir)
     rows, lats = [], []
     for run in runs:
-        row, lat = compare_run(run, args.profile)
+        row, lat = compare_run(run, profile)
         rows.append(row)
         lats.append(lat)
     out = args.out or args.real_dir
@@ -177,7 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     plot(pd.concat(lats), out / "compare_latency.png")
     print(format_table(rows))
     print(f"\nwrote {out / 'compare.csv'} and {out / 'compare_latency.png'}")
-    return 0
+    failed = 0
+    for row in rows:
+        missed = broken(row, ISSUE_TARGETS)
+        print(f"{row['run']}: issue 14 targets met {len(ISSUE_TARGETS) - len(missed)} of "
+              f"{len(ISSUE_TARGETS)}" + (f"; missed: {'; '.join(missed)}" if missed else ""))
+        if bounds and (bad := broken(row, bounds)):
+            failed += 1
+            print(f"{row['run']}: BOUNDS BROKEN ({args.bounds}): {'; '.join(bad)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

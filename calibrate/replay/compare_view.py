@@ -28,6 +28,13 @@ def plot(lat: pd.DataFrame, path: Path) -> None:
 
 #: (label, column, scale, format) of the printed table; percentages are of the real value
 SHOWN = [
+    ("apps compared", "apps", 1, "{:.0f}"),
+    ("app latency |sim-real|/real median/mean %", ("app_median_err", "app_mean_err"), 100,
+     "{:.1f}/{:.1f}"),
+    ("app latency mean real/sim (s), error %", ("app_real_mean", "app_sim_mean",
+     "app_mean_bias"), (1, 1, 100), "{:.3f}/{:.3f}, {:+.1f}"),
+    ("normalized latency real/sim (ms/token), error %", ("norm_real", "norm_sim", "norm_bias"),
+     (1e3, 1e3, 100), "{:.2f}/{:.2f}, {:+.1f}"),
     ("requests compared", "requests", 1, "{:.0f}"),
     *[(f"{m.upper()} |sim-real|/real median/mean/p90 %", (f"{m}_median_err", f"{m}_mean_err",
        f"{m}_p90_err"), 100, "{:.1f}/{:.1f}/{:.1f}") for m in ("e2e", "ttft", "tpot")],
@@ -47,9 +54,10 @@ SHOWN = [
     *[(f"{n} iters: n, wall/GPU/model ms", (f"iter_{n}_n", f"iter_{n}_wall_ms",
        f"iter_{n}_gpu_ms", f"iter_{n}_model_ms"), 1, "{:.0f}, {:.3f}/{:.3f}/{:.3f}")
       for n in ("decode", "prefill")],
-    *[(f"{n} iters: model vs wall, vs GPU median %", (f"iter_{n}_model_vs_wall_median_err",
-       f"iter_{n}_model_vs_gpu_median_err"), 100, "{:.1f}, {:.1f}")
-      for n in ("decode", "prefill")],
+    *[(f"{n} iters: model vs wall, GPU, cycle median %", (
+        f"iter_{n}_model_vs_wall_median_err", f"iter_{n}_model_vs_gpu_median_err",
+        f"iter_{n}_model_vs_cycle_median_err"), 100, "{:.1f}, {:.1f}, {:.1f}")
+      for n in ("all", "decode", "prefill")],
     ("host ms per iteration decode/prefill", ("iter_decode_host_ms", "iter_prefill_host_ms"),
      1, "{:.3f}/{:.3f}"),
     ("sum model / sum wall - 1 %", "iter_model_vs_wall_total_bias", 100, "{:+.1f}"),

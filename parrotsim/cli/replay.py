@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     c.add_argument("real_dir", help="output folder of 'parrotsim replay'")
     c.add_argument("--profile", help="cost profile to simulate with (default: the run's)")
     c.add_argument("--out", help="where compare.csv and the plot go (default: REAL_DIR)")
+    c.add_argument("--bounds", help="bounds file: exit 1 when a run breaks one (the CI gate "
+                   "on committed replays; e.g. REAL_DIR/bounds.yaml)")
     c.set_defaults(main=compare)
 
 
@@ -43,4 +45,5 @@ def replay(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     argv = [args.real_dir] + (["--profile", args.profile] if args.profile else [])
+    argv += ["--bounds", args.bounds] if args.bounds else []
     return compare_mod.main(argv + (["--out", args.out] if args.out else []))
