@@ -12,10 +12,10 @@ With ``decode_attention="shared_prefix"`` a decode batch whose rows all fork one
 of ``n`` pages runs the shared-prefix kernel (prefix read once, then each suffix); its graphs
 are captured per (bucket, n) for the prefix sizes given to :meth:`capture`.
 
-Each call returns ``(gpu_s, build_s, launch_s)``: the CUDA-event time from just before the
+Each call returns ``(gpu_s, build_s, launch_s, graph)``: the CUDA-event time from just before the
 first launch to the end of the forward (device inputs already copied), the host time of
-building and copying the inputs, and the host time of issuing the launches (for an eager
-forward, close to ``gpu_s`` when the loop is launch-bound).
+building and copying the inputs, the host time of issuing the launches (for an eager
+forward, close to ``gpu_s`` when the loop is launch-bound), and 1 if a graph ran (else 0).
 """
 
 from __future__ import annotations
@@ -130,10 +130,11 @@ class GpuForward:
         else:
             self.model.forward(fb)
             self.calls["eager"] += 1
+        ran_graph = int(graph is not None)
         if self.ev is None:
-            return float("nan"), t1 - t0, time.perf_counter() - t1
+            return float("nan"), t1 - t0, time.perf_counter() - t1, ran_graph
         a, z = self.ev
         z.record()
         t2 = time.perf_counter()
         z.synchronize()
-        return a.elapsed_time(z) / 1e3, t1 - t0, t2 - t1
+        return a.elapsed_time(z) / 1e3, t1 - t0, t2 - t1, ran_graph

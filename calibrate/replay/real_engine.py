@@ -35,10 +35,10 @@ from parrotsim.sim.model.engine import Engine, InFlight
 from parrotsim.sim.model.sequence import Batch
 
 #: runs one iteration and returns when its outputs are ready: (GPU s, input-building host s,
-#: launching host s), or None when not measured; ``shared_pages``: leading block-table pages
-#: every decode shares (0: the paged kernel)
+#: launching host s, 1 if a CUDA graph ran else 0), or None when not measured;
+#: ``shared_pages``: leading block-table pages every decode shares (0: the paged kernel)
 ForwardFn = Callable[[Batch, list[Chunk], list[Chunk], int],
-                     "tuple[float, float, float] | None"]
+                     "tuple[float, float, float, int] | None"]
 
 
 class Clock(Protocol):
@@ -71,10 +71,11 @@ class IterationRecord:
     start: float
     ready: float
     end: float
-    timing: tuple[float, float, float] | None
+    timing: tuple[float, float, float, int] | None
     chunks: tuple[tuple[int, int], ...]  # prompt chunks as (new tokens, KV tokens after)
     decode_seqs: int
     decode_kv_tokens: int  # whole contexts, shared prefixes included
+    decode_max_ctx: int  # the longest decode's context
     shared: tuple[tuple[int, int], ...]  # shared-prefix groups (prefix tokens, sequences)
     shared_pages: int
     used_blocks: int
@@ -121,10 +122,11 @@ class RealEngine(Engine):
         ready = dev.clock.now()
         timing = dev.forward(batch, prefills, decodes, shared_pages)
         end = dev.clock.now()
+        kvs = [s.kv_tokens for s in batch.decodes]
         dev.log.append(IterationRecord(
             start, ready, end, timing, tuple((n, s.kv_tokens) for s, n in batch.prefills),
-            len(batch.decodes), sum([s.kv_tokens for s in batch.decodes]),
-            tuple(groups), shared_pages, self.kv.used_blocks, len(state.waiting)))
+            len(kvs), sum(kvs), max(kvs, default=0), tuple(groups), shared_pages,
+            self.kv.used_blocks, len(state.waiting)))
         if not end > start:
             self._stopped_clock(batch, end - start)
         stretch = None if batch.prefills else OneIteration(end - start)

@@ -10,10 +10,12 @@
 * ``iterations``: one row per iteration: ``start``/``end`` (s since t0), ``wall_s`` = end -
   start, ``sched_s`` (schedule + page mapping + chunk building), ``forward_s`` (the forward
   call, synchronized), ``gpu_s`` (CUDA events around it), ``build_s`` / ``launch_s`` (host
-  time of that call building its device inputs / issuing its launches), ``post_s`` (emission
+  time of that call building its device inputs / issuing its launches), ``graph`` (1: a CUDA
+  graph replay, 0: eager, -1: not measured), ``post_s`` (emission
   and bookkeeping - the rest of the model's events - before the engine looks at its queue
   again), the batch (``prefill_tokens``, ``prefill_seqs``, ``decode_seqs``,
   ``decode_kv_tokens`` read by decodes (shared prefixes counted per sequence),
+  ``decode_max_ctx`` the longest decode's context,
   ``prefill_kv_tokens`` held by the prefilled sequences, ``shared_groups`` and
   ``shared_pages``: the prefix the shared-prefix kernel served), ``used_blocks``, ``waiting``
   and ``model_s``: the cost model's time for exactly this batch (what the simulator would
@@ -40,8 +42,9 @@ nan = float("nan")
 TABLES = ("calls", "apps", "engines", "iterations")
 ITERATION_COLUMNS = [
     "iteration", "start", "end", "wall_s", "sched_s", "forward_s", "gpu_s", "build_s",
-    "launch_s", "post_s",
-    "prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens", "prefill_kv_tokens",
+    "launch_s", "post_s", "graph",
+    "prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens", "decode_max_ctx",
+    "prefill_kv_tokens",
     "shared_groups", "shared_pages", "used_blocks", "waiting", "model_s",
 ]
 
@@ -75,11 +78,11 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
         shared_tokens = sum(p * n for p, n in shared)
         model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens),
                                     shared, shared_tokens)
-        gpu, build, launch = (nan, nan, nan) if r.timing is None else r.timing
+        gpu, build, launch, graph = (nan, nan, nan, -1) if r.timing is None else r.timing
         post = r.end if r.post is None else r.post
         rows.append((i, r.start, r.end, r.end - r.start, r.ready - r.start, r.end - r.ready,
-                     gpu, build, launch, post - r.end, sum(n for n, _ in r.chunks),
-                     len(r.chunks), r.decode_seqs, r.decode_kv_tokens,
+                     gpu, build, launch, post - r.end, graph, sum(n for n, _ in r.chunks),
+                     len(r.chunks), r.decode_seqs, r.decode_kv_tokens, r.decode_max_ctx,
                      sum(kv for _, kv in r.chunks), len(shared), r.shared_pages, r.used_blocks,
                      r.waiting, model))
     return pd.DataFrame(rows, columns=ITERATION_COLUMNS), cost.extrapolated
