@@ -10,6 +10,7 @@ Conventions used by every kernel in this package:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -46,3 +47,11 @@ def mma(a, b, F32: tl.constexpr):
         a = a.to(tl.float32)
         b = b.to(tl.float32)
     return tl.dot(a, b)
+
+
+@functools.cache
+def device_name(device: torch.device) -> str:
+    """The GPU's name (``"NVIDIA H200"``), or the device type (``"cpu"``) elsewhere."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return device.type

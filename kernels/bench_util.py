@@ -1,5 +1,9 @@
 """Timing, ceilings and result tables for :mod:`parrotsim.kernels.bench` (GPU only).
 
+Off the GPU, :class:`CpuTimer` stands in (wall time of plain calls) so the drivers run end to
+end under the Triton interpreter. :class:`RandomKV` and :class:`CsvLog` serve the shape sweeps
+(``tune``, ``bench_shapes``, ``bench_era``).
+
 Timing: the op is captured in a CUDA graph (no launch gaps from Python) and replayed ``reps``
 times; before every replay a 256 MiB buffer is zeroed so the 60 MiB L2 holds nothing of the
 op's inputs; CUDA events bracket the replay alone; the median is reported.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import statistics
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -134,3 +139,61 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
     return str(v)
+
+
+class CpuTimer:
+    """Stand-in for :class:`Timer` off the GPU (Triton interpreter runs of the drivers): the
+    median wall time of ``reps`` plain calls after one warm-up call (no graph, no flush)."""
+
+    def __init__(self, reps: int = 1) -> None:
+        self.reps = reps
+
+    def __call__(self, fn: Callable[[], object], reps: int = 1, graph: bool = True) -> float:
+        """Median microseconds of ``min(reps, self.reps)`` calls of ``fn``."""
+        fn()
+        times = []
+        for _ in range(max(1, min(reps, self.reps))):
+            t = time.perf_counter()
+            fn()
+            times.append(1e6 * (time.perf_counter() - t))
+        return statistics.median(times)
+
+
+class RandomKV:
+    """Random bf16 K and V pools reused by every shape of a sweep: ``cache(pages, hkv, d)``
+    returns views [pages, 16, hkv, d] of two flat buffers (grown, never shrunk, so a sweep
+    allocates and fills its largest cache once instead of per shape)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.k = self.v = torch.empty(0, dtype=torch.bfloat16, device=device)
+
+    def cache(self, pages: int, hkv: int, d: int, page: int = 16
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K and V caches of ``pages`` pages of random values."""
+        n = pages * page * hkv * d
+        if n > self.k.numel():
+            self.k = self.v = None
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            self.k = torch.empty(n, dtype=torch.bfloat16, device=self.device).normal_()
+            self.v = torch.empty(n, dtype=torch.bfloat16, device=self.device).normal_()
+        shape = (pages, page, hkv, d)
+        return self.k[:n].view(shape), self.v[:n].view(shape)
+
+
+class CsvLog:
+    """A flat CSV written row by row (flushed), so a run cut short keeps its rows."""
+
+    def __init__(self, path: Path, fields: list[str]) -> None:
+        self.path, self.fields = path, fields
+        with open(path, "w", newline="") as f:
+            csv.writer(f).writerow(fields)
+
+    def add(self, **row: object) -> None:
+        """Append one row (missing fields empty) and echo it."""
+        with open(self.path, "a", newline="") as f:
+            csv.writer(f).writerow([f"{v:.6g}" if isinstance(v, float) else v
+                                    for v in (row.get(k, "") for k in self.fields)])
+        print(f"[{self.path.stem}] " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()),
+              flush=True)

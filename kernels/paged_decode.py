@@ -15,8 +15,17 @@ import torch
 import triton
 import triton.language as tl
 
-from parrotsim.kernels._common import INTERPRET, LOG2E, PAGE_SIZE, default_scale, mma, num_sms
+from parrotsim.kernels._common import (
+    INTERPRET,
+    LOG2E,
+    PAGE_SIZE,
+    default_scale,
+    device_name,
+    mma,
+    num_sms,
+)
 from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
+from parrotsim.kernels.tuning_table import PagedChoice, table_for
 
 
 @triton.jit
@@ -122,8 +131,10 @@ def _decode_kernel(
 
 @triton.jit
 def merge_kernel(po_ptr, plse_ptr, out_ptr, lse_ptr, HQ, n_slots, stride_ob, stride_oh,
-                 D: tl.constexpr, BLOCK_S: tl.constexpr, PDL: tl.constexpr = False):
-    """Merge the ``n_slots`` partial states of (sequence, head) = program (0, 1) by LSE."""
+                 D: tl.constexpr, BLOCK_S: tl.constexpr, PDL: tl.constexpr = False,
+                 LSE2: tl.constexpr = False):
+    """Merge the ``n_slots`` partial states of (sequence, head) = program (0, 1) by LSE.
+    With LSE2 the merged LSE is stored in the log2 domain (a partial state for a later merge)."""
     gdc_launch_if(PDL)
     gdc_wait_if(PDL)
     b = tl.program_id(0)
@@ -141,7 +152,9 @@ def merge_kernel(po_ptr, plse_ptr, out_ptr, lse_ptr, HQ, n_slots, stride_ob, str
                 mask=smask[:, None], other=0.0)
     out = tl.sum(o * w[:, None], 0) / tl.where(wsum > 0, wsum, 1.0)
     tl.store(out_ptr + b * stride_ob + h * stride_oh + offs_d, out.to(out_ptr.dtype.element_ty))
-    lse_out = tl.where(wsum > 0, (m + tl.log2(wsum)) * 0.6931471805599453, float("-inf"))
+    lse_out = tl.where(wsum > 0, m + tl.log2(wsum), float("-inf"))
+    if not LSE2:
+        lse_out = lse_out * 0.6931471805599453
     tl.store(lse_ptr + b * HQ + h, lse_out)
 
 
@@ -152,6 +165,20 @@ def choose_num_splits(programs: int, max_len: int, device: torch.device,
     want = -(-int(waves * num_sms(device)) // max(programs, 1))
     cap = max(1, -(-max_len // min_split_tokens))
     return int(max(1, min(want, cap, 64)))
+
+
+def choose_config(batch: int, num_kv_heads: int, group: int, max_len: int,
+                  device: torch.device) -> PagedChoice:
+    """Splits and tile for a batch: the GPU's tuning table (:mod:`parrotsim.kernels.tuning_table`)
+    at the nearest measured shape, else :func:`choose_num_splits` with the 64 x 4 warps x 3
+    stages tile. Splits are capped so that every split holds at least one tile of tokens."""
+    table = table_for(device_name(device))
+    choice = table.paged(group, batch, max_len) if table is not None else None
+    if choice is None:
+        return PagedChoice(choose_num_splits(batch * num_kv_heads, max_len, device))
+    cap = max(1, -(-max_len // choice.block_n))
+    return PagedChoice(max(1, min(choice.splits, cap, 64)), choice.block_n, choice.warps,
+                       choice.stages)
 
 
 def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -187,18 +214,22 @@ def _pdl_kw(pdl: bool) -> dict:
 
 
 def launch_merge(po: torch.Tensor, plse: torch.Tensor, out: torch.Tensor,
-                 lse: torch.Tensor, pdl: bool = False, num_warps: int = 4) -> None:
-    """Merge partial states ``po`` [B, Hq, S, D] / ``plse`` [B, Hq, S] into ``out``, ``lse``."""
+                 lse: torch.Tensor, pdl: bool = False, num_warps: int = 4,
+                 lse2: bool = False) -> None:
+    """Merge partial states ``po`` [B, Hq, S, D] / ``plse`` [B, Hq, S] into ``out``, ``lse``
+    (``lse`` [B, Hq] contiguous; natural log, or log2 with ``lse2``)."""
     B, HQ, S, D = po.shape
     merge_kernel[(B, HQ)](po, plse, out, lse, HQ, S, out.stride(0), out.stride(1),
                           D=D, BLOCK_S=max(2, triton.next_power_of_2(S)),
-                          PDL=pdl and not INTERPRET, num_warps=num_warps, **_pdl_kw(pdl))
+                          PDL=pdl and not INTERPRET, LSE2=lse2, num_warps=num_warps,
+                          **_pdl_kw(pdl))
 
 
 def paged_decode_attention(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float | None = None,
-    num_splits: int | None = None, block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
+    num_splits: int | None = None, block_n: int | None = None, num_warps: int | None = None,
+    num_stages: int | None = None,
     out: torch.Tensor | None = None, lse: torch.Tensor | None = None, pdl: bool = False,
     merge_warps: int = 4,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,8 +242,12 @@ def paged_decode_attention(
             ``block_tables[b, t // 16]`` at slot ``t % 16``.
         seq_lens: int32 [B], KV tokens per sequence (0 allowed: output 0, lse -inf).
         sm_scale: softmax scale (default 1/sqrt(D)).
-        num_splits: KV splits per sequence (default from :func:`choose_num_splits` using the
-            table width, so no host sync; fixed splits keep CUDA-graph capture valid).
+        num_splits: KV splits per sequence. Default (None): splits and tile from
+            :func:`choose_config` by (batch, Hq/Hkv, table width), so no host sync; fixed
+            splits keep CUDA-graph capture valid. With ``num_splits`` given, unset tile fields
+            take the 64 x 4 warps x 3 stages default.
+        block_n, num_warps, num_stages: tile (tokens per step, warps, pipeline stages);
+            each overrides the chosen configuration's field.
         pdl: launch with programmatic dependent launch (decode step chains, CUDA only).
         merge_warps: warps of the merge kernel (several splits only).
     Returns:
@@ -221,9 +256,14 @@ def paged_decode_attention(
     """
     B, HQ, D = q.shape
     scale = default_scale(D, sm_scale)
+    cfg = PagedChoice(num_splits or 1)
     if num_splits is None:
-        num_splits = choose_num_splits(B * k_cache.shape[2],
-                                       block_tables.shape[1] * k_cache.shape[1], q.device)
+        cfg = choose_config(B, k_cache.shape[2], HQ // k_cache.shape[2],
+                            block_tables.shape[1] * k_cache.shape[1], q.device)
+        num_splits = cfg.splits
+    block_n = block_n or cfg.block_n
+    num_warps = num_warps or cfg.warps
+    num_stages = num_stages or cfg.stages
     out = torch.empty_like(q) if out is None else out
     lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
     if num_splits == 1:
@@ -240,4 +280,4 @@ def paged_decode_attention(
     return out, lse
 
 
-__all__ = ["PAGE_SIZE", "choose_num_splits", "paged_decode_attention"]
+__all__ = ["PAGE_SIZE", "choose_config", "choose_num_splits", "paged_decode_attention"]

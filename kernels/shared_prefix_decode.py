@@ -10,7 +10,9 @@ them by log-sum-exp. ``mode="fused"`` runs phases 1 and 2 as one launch (prefix 
 suffix tiles), ``mode="separate"`` as two, ``mode="concurrent"`` as two launches on two CUDA
 streams (fork/join, also inside a captured CUDA graph) so the prefix programs and the suffix
 programs share the GPU, each with its own tile configuration (measured fastest for B*G > 32 on
-the H200, kernels/NOTES.md).
+the H200, kernels/NOTES.md). ``mode="paged"`` runs the paged kernel over block tables that
+point at the shared prefix pages (the fallback where the cascade is slower); ``mode="auto"``
+picks by shape from the GPU's tuning table (:func:`choose_shared`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import torch
 import triton
 import triton.language as tl
 
-from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma, num_sms
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, device_name, mma, num_sms
 from parrotsim.kernels.paged_decode import (
     choose_num_splits,
     decode_tile,
     launch_decode,
     launch_merge,
+    paged_decode_attention,
 )
+from parrotsim.kernels.tuning_table import SharedChoice, table_for
 
 _SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 
@@ -154,6 +158,41 @@ def prefix_tiles(batch: int, group: int, prefix_len: int, num_kv_heads: int,
     return bm, bn, warps, split_len, max(1, -(-prefix_len // split_len))
 
 
+def choose_shared(batch: int, group: int, prefix_len: int, max_suffix: int, page: int,
+                  device: torch.device) -> SharedChoice:
+    """Mode and splits for mode "auto": the GPU's tuning table at the nearest measured shape;
+    without one, the paged kernel for a batch of one (nothing to share: the cascade only adds
+    launches), fused when B*G <= 32, else concurrent (measured on the H200, NOTES.md). "paged"
+    needs a prefix of whole pages (its suffix tokens must start a page); else the heuristic."""
+    table = table_for(device_name(device))
+    choice = table.shared(group, batch, prefix_len, max_suffix) if table is not None else None
+    if choice is None:
+        mode = "paged" if batch == 1 else "fused" if batch * group <= 32 else "concurrent"
+        choice = SharedChoice(mode)
+    if choice.mode == "paged" and prefix_len % page:
+        choice = SharedChoice("fused" if batch * group <= 32 else "concurrent")
+    return choice
+
+
+def paged_over_shared_pages(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                            prefix_pages: torch.Tensor, prefix_len: int,
+                            suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
+                            sm_scale: float | None = None, out: torch.Tensor | None = None,
+                            lse: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paged kernel over block tables whose first pages are the shared prefix pages (how a
+    prefix-caching engine without a cascade kernel serves the batch). ``prefix_len`` must be a
+    multiple of the page size."""
+    page = k_cache.shape[1]
+    if prefix_len % page:
+        raise ValueError(f"prefix_len {prefix_len} is not a multiple of the page size {page}")
+    n = prefix_len // page
+    b = q.shape[0]
+    tables = torch.cat([prefix_pages[:n].to(suffix_block_tables.dtype).expand(b, n),
+                        suffix_block_tables], dim=1)
+    return paged_decode_attention(q, k_cache, v_cache, tables, suffix_lens + prefix_len,
+                                  sm_scale, out=out, lse=lse)
+
+
 def shared_prefix_decode_attention(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     prefix_pages: torch.Tensor, prefix_len: int,
@@ -174,13 +213,14 @@ def shared_prefix_decode_attention(
         suffix_block_tables: int32 [B, max_suffix_pages]; suffix token j of sequence b (position
             ``prefix_len + j``) lives at page ``suffix_block_tables[b, j // 16]``, slot ``j % 16``.
         suffix_lens: int32 [B] suffix tokens per sequence (0 allowed).
-        mode: "auto" (fused when B*G <= 32, else concurrent: measured on the H200, NOTES.md),
+        mode: "auto" (by shape from the tuning table, see :func:`choose_shared`),
+            "paged" (the paged kernel over the shared pages; prefix of whole pages),
             "fused" (prefix and suffix tiles in one launch, then a merge launch),
             "separate" (prefix, suffix, merge: three launches), "concurrent" (as separate, but
             prefix and suffix on two streams, running at the same time) or "chained" (prefix launch,
             then one suffix launch that merges the prefix states in its epilogue, as in
             Parrot; the suffix is not split).
-        prefix_split_tokens / suffix_splits: override the split heuristics.
+        prefix_split_tokens / suffix_splits: override the split heuristics (and the table's).
         num_stages / prefix_block_n, suffix_stages / suffix_block_n / suffix_warps: tiles
             (suffix default 128 tokens x 2 stages for "concurrent", else 64 x 3);
             merge_warps: warps of the merge kernel (1 measured 4 us faster than 4 at B=64);
@@ -194,7 +234,15 @@ def shared_prefix_decode_attention(
     G = HQ // HKV
     scale = default_scale(D, sm_scale) * LOG2E
     if mode == "auto":
-        mode = "fused" if B * G <= 32 else "concurrent"
+        choice = choose_shared(B, G, prefix_len, suffix_block_tables.shape[1] * page, page,
+                               q.device)
+        mode = choice.mode
+        prefix_split_tokens = prefix_split_tokens or choice.prefix_split or None
+        prefix_block_m = prefix_block_m or choice.prefix_bm or None
+        suffix_splits = suffix_splits or choice.suffix_splits or None
+    if mode == "paged":
+        return paged_over_shared_pages(q, k_cache, v_cache, prefix_pages, prefix_len,
+                                       suffix_block_tables, suffix_lens, sm_scale, out, lse)
     if mode not in ("fused", "separate", "concurrent", "chained"):
         raise ValueError(f"unknown mode {mode!r}")
     # concurrent: the suffix programs fill the GPU too, so fewer, longer prefix splits
@@ -261,4 +309,5 @@ def shared_prefix_decode_attention(
     return out, lse
 
 
-__all__ = ["prefix_tiles", "shared_prefix_decode_attention"]
+__all__ = ["choose_shared", "paged_over_shared_pages", "prefix_tiles",
+           "shared_prefix_decode_attention"]

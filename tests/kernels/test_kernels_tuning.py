@@ -1,0 +1,149 @@
+"""Shape-aware tuning table and the 2023-era kernels (Triton interpreter, small shapes).
+
+* the table's nearest-shape lookup and its use by the paged and shared-prefix kernels (a
+  table naming 3 splits / a 32-token tile / the paged fallback must give the reference's
+  answer at G = 1, 4, 8);
+* vLLM 0.1.4's no-split paged kernel and Parrot's 2023 prefix / reduce / suffix kernel against
+  the fp32 references (GQA, ragged and empty suffixes, prefixes of one and several splits).
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from kernel_fixtures import make_cache, random_tables, rel_err  # noqa: E402
+
+from parrotsim.kernels import tuning_table  # noqa: E402
+from parrotsim.kernels.era_kernels import (  # noqa: E402
+    parrot2023_decode_attention,
+    vllm014_decode_attention,
+)
+from parrotsim.kernels.paged_decode import choose_config, paged_decode_attention  # noqa: E402
+from parrotsim.kernels.reference import ref_paged_decode, ref_shared_prefix_decode  # noqa: E402
+from parrotsim.kernels.shared_prefix_decode import (  # noqa: E402
+    choose_shared,
+    shared_prefix_decode_attention,
+)
+
+D = 32
+CPU = torch.device("cpu")
+
+
+def _row(kernel, g, b, ctx, **kw):
+    return {"kernel": kernel, "G": g, "batch": b, "context": ctx, "suffix": kw.pop("suffix", 0),
+            **kw}
+
+
+@pytest.fixture
+def table(tmp_path, monkeypatch):
+    """Install a tuning table for the CPU device; returns a function writing its rows."""
+    path = tmp_path / "cpu_kernels.csv"
+    monkeypatch.setenv(tuning_table.ENV_VAR, str(path))
+
+    def write(rows):
+        tuning_table.write_table(path, rows)
+        tuning_table._load_cached.cache_clear()
+    return write
+
+
+def _check(out, lse, ref_out, ref_lse):
+    live = ~torch.isinf(ref_lse)
+    assert torch.equal(torch.isinf(lse), ~live)
+    assert rel_err(out[live], ref_out[live]) <= 1e-2
+    assert (lse[live] - ref_lse[live]).abs().max() <= 1e-3
+
+
+def test_lookup_takes_nearest_shape_and_group(table):
+    table([_row("paged", 1, 1, 512, splits=8, block_n=64, warps=4, stages=3),
+           _row("paged", 1, 64, 8192, splits=1, block_n=128, warps=8, stages=2),
+           _row("paged", 4, 64, 8192, splits=2, block_n=128, warps=4, stages=2),
+           _row("shared", 4, 4, 1024, suffix=16, mode="paged"),
+           _row("shared", 4, 64, 6000, suffix=256, mode="concurrent", prefix_split=768,
+                prefix_bm=64, splits=2)])
+    t = tuning_table.table_for("cpu")
+    assert t.paged(1, 2, 700).splits == 8
+    assert t.paged(1, 48, 12000) == tuning_table.PagedChoice(1, 128, 8, 2)
+    assert t.paged(8, 64, 8000).splits == 2  # no G=8 rows: nearest G is 4
+    assert t.shared(4, 7, 500, 17).mode == "paged"
+    assert t.shared(8, 100, 3000, 1000) == tuning_table.SharedChoice("concurrent", 768, 64, 2)
+    # splits are capped to one tile per split; the shared fallback needs whole prefix pages
+    assert choose_config(1, 2, 1, 100, CPU) == tuning_table.PagedChoice(2, 64, 4, 3)
+    assert choose_shared(4, 4, 1024, 16, 16, CPU).mode == "paged"
+    assert choose_shared(4, 4, 1000, 16, 16, CPU).mode == "fused"
+
+
+def test_no_table_keeps_heuristics(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning_table.ENV_VAR, str(tmp_path / "missing.csv"))
+    assert tuning_table.table_for("cpu") is None
+    assert choose_config(64, 32, 1, 6000, CPU).block_n == 64
+    assert choose_shared(1, 1, 64, 64, 16, CPU).mode == "paged"
+    assert choose_shared(8, 4, 64, 64, 16, CPU).mode == "fused"
+    assert choose_shared(16, 4, 64, 64, 16, CPU).mode == "concurrent"
+    assert tuning_table.gpu_slug("NVIDIA H200") == "h200"
+
+
+@pytest.mark.parametrize("group", [1, 4, 8])
+def test_paged_with_tuned_splits_and_tile(table, group):
+    table([_row("paged", group, 6, 160, splits=3, block_n=32, warps=2, stages=2)])
+    gen = torch.Generator().manual_seed(group)
+    hkv, lens = 2, [1, 37, 150, 0, 95, 16]
+    k, v = make_cache(40, hkv, D, gen)
+    tables = random_tables(lens, torch.randperm(40, generator=gen)[1:])
+    q = torch.randn(len(lens), hkv * group, D, generator=gen).to(torch.bfloat16)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    assert choose_config(6, hkv, group, tables.shape[1] * 16, CPU).splits == 3
+    out, lse = paged_decode_attention(q, k, v, tables, seq_lens)
+    _check(out, lse, *ref_paged_decode(q, k, v, tables, seq_lens))
+
+
+def _shared_case(group, prefix_len, suffix, seed):
+    gen = torch.Generator().manual_seed(seed)
+    hkv = 2
+    k, v = make_cache(60, hkv, D, gen)
+    pool = torch.randperm(60, generator=gen)
+    n_pre = -(-prefix_len // 16)
+    pre = pool[:n_pre].to(torch.int32)
+    tables = random_tables(suffix, pool[n_pre:])
+    q = torch.randn(len(suffix), hkv * group, D, generator=gen).to(torch.bfloat16)
+    return q, k, v, pre, prefix_len, tables, torch.tensor(suffix, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("group", [1, 4, 8])
+def test_shared_auto_falls_back_to_paged(table, group):
+    table([_row("shared", group, 4, 64, suffix=32, mode="paged")])
+    args = _shared_case(group, 64, [3, 0, 40, 17], 5 + group)
+    assert choose_shared(4, group, 64, args[5].shape[1] * 16, 16, CPU).mode == "paged"
+    out, lse = shared_prefix_decode_attention(*args)
+    _check(out, lse, *ref_shared_prefix_decode(*args))
+
+
+def test_shared_auto_uses_tuned_cascade(table):
+    table([_row("shared", 4, 3, 100, suffix=32, mode="concurrent", prefix_split=64,
+                prefix_bm=16, splits=2)])
+    args = _shared_case(4, 100, [20, 0, 33], 11)
+    out, lse = shared_prefix_decode_attention(*args)
+    _check(out, lse, *ref_shared_prefix_decode(*args))
+
+
+@pytest.mark.parametrize("group,stages", [(1, 1), (4, 3), (8, 1)])
+def test_vllm014_no_split(group, stages):
+    gen = torch.Generator().manual_seed(30 + group)
+    hkv, lens = 2, [1, 150, 0, 95]
+    k, v = make_cache(30, hkv, D, gen)
+    tables = random_tables(lens, torch.randperm(30, generator=gen)[1:])
+    q = torch.randn(len(lens), hkv * group, D, generator=gen).to(torch.bfloat16)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    out, lse = vllm014_decode_attention(q, k, v, tables, seq_lens, stages=stages)
+    _check(out, lse, *ref_paged_decode(q, k, v, tables, seq_lens))
+
+
+@pytest.mark.parametrize("group,prefix_len,suffix", [
+    (1, 300, [3, 0, 40, 17, 1]),  # two prefix splits: prefix reduce launched
+    (4, 100, [0, 33]),  # one split: no reduce
+    (8, 530, [20, 5, 0]),  # three splits, GQA rows over two row blocks
+    (4, 0, [9, 30])])
+def test_parrot2023_vs_reference(group, prefix_len, suffix):
+    args = _shared_case(group, prefix_len, suffix, prefix_len + group)
+    out, lse = parrot2023_decode_attention(*args)
+    _check(out, lse, *ref_shared_prefix_decode(*args))
