@@ -2,6 +2,10 @@
 
     python -m parrotsim.kernels.bench --out DIR [--sections ceil,correct,paged,shared,prefill,llama,
                                        tune_cascade,tune_gemv,tune_prefill,decode_step]
+    python -m parrotsim.kernels.bench --out DIR --shapes "GxBxPxS[r];..."|default|FILE.csv
+
+``--shapes`` runs only the shape sweep of :mod:`parrotsim.kernels.bench_shapes` (floor, % of
+floor, paged / shared-prefix / torch SDPA times and speedups per shape) into DIR/shapes.csv.
 
 Measures the ceilings first (streaming read, copy, bf16 GEMM), checks every kernel against its
 fp32 reference at real shapes, then times (CUDA graph replays, L2 flushed between repetitions,
@@ -23,8 +27,15 @@ from pathlib import Path
 import torch
 import triton
 
-from parrotsim.kernels import bench_attention, bench_decode, bench_diag, bench_llama, bench_tuning
-from parrotsim.kernels.bench_util import Tables, Timer, measure_ceilings
+from parrotsim.kernels import (
+    bench_attention,
+    bench_decode,
+    bench_diag,
+    bench_llama,
+    bench_shapes,
+    bench_tuning,
+)
+from parrotsim.kernels.bench_util import Tables, Timer, measure_bandwidth, measure_ceilings
 
 SHARED_CONFIGS = (
     [(b, 6000, 256, 1) for b in (8, 16, 32, 64, 256)]
@@ -39,11 +50,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--sections", default=ALL)
+    ap.add_argument("--shapes", help="shape list: 'GxBxPxS[r];...' (comma lists multiply), "
+                    "'default' (issue 18's table) or a CSV with columns G,B,P,S[,ragged]")
+    ap.add_argument("--reps", type=int, default=20, help="replays per timing (--shapes)")
     args = ap.parse_args()
+    shapes = None
+    if args.shapes:
+        try:
+            shapes = bench_shapes.parse_shapes(args.shapes)
+        except (ValueError, KeyError) as e:
+            ap.error(f"--shapes: {e}")
     args.out.mkdir(parents=True, exist_ok=True)
     sections = args.sections.split(",")
     dev = torch.device("cuda")
     torch.manual_seed(0)
+    if shapes is not None:
+        timer = Timer(dev)
+        bw = measure_bandwidth(timer, dev)
+        print(f"bandwidth (TB/s): {json.dumps(bw)}", flush=True)
+        print(bench_shapes.run(args.out / "shapes.csv", timer, dev, shapes, bw["floor_TBs"],
+                               float("inf"), args.reps))
+        return
     props = torch.cuda.get_device_properties(dev)
     env = {"gpu": props.name, "sms": props.multi_processor_count,
            "l2_bytes": getattr(props, "L2_cache_size", None), "torch": torch.__version__,

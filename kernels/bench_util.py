@@ -197,3 +197,27 @@ class CsvLog:
                                     for v in (row.get(k, "") for k in self.fields)])
         print(f"[{self.path.stem}] " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()),
               flush=True)
+
+
+def measure_bandwidth(timer: Timer | CpuTimer, device: torch.device, gib: float = 2.0
+                      ) -> dict[str, float]:
+    """Streaming rates of this run in TB/s: the Triton read kernel at its two best tilings on
+    the H200 (session 4), a torch copy (read + write bytes counted), and ``floor_TBs`` = the
+    best of them, which the shape sweeps divide bytes by. Off the GPU a 64 MiB copy stands in."""
+    if device.type != "cuda":
+        x = torch.ones(32 << 20, dtype=torch.bfloat16)
+        us = timer(partial(x.clone))
+        return {"copy_rw_TBs": 4 * x.numel() / us / 1e6, "floor_TBs": 4 * x.numel() / us / 1e6}
+    n = int(gib * (1 << 30)) // 2
+    x = torch.randn(n, dtype=torch.bfloat16, device=device)
+    res: dict[str, float] = {}
+    for block, iters, warps in [(16384, 2, 16), (4096, 8, 8)]:
+        out = torch.empty(triton.cdiv(n, block * iters), dtype=torch.float32, device=device)
+        us = timer(partial(_read_kernel[(out.numel(),)], x, out, n, BLOCK=block, ITERS=iters,
+                           num_warps=warps), reps=15)
+        res[f"read_triton_{block}x{iters}_w{warps}_TBs"] = 2 * n / us / 1e6
+    y = torch.empty_like(x)
+    us = timer(partial(y.copy_, x), reps=15)
+    res["copy_rw_TBs"] = 4 * n / us / 1e6
+    res["floor_TBs"] = max(res.values())
+    return res
