@@ -2,8 +2,9 @@
 
     python -m parrotsim.kernels.session --out $OUT [--budget-s 450]
 
-Parts, in order, each time-boxed (a part stops between points when its budget is spent; a
-part that fails is logged and the next one runs):
+Parts, in order, each in its own process (a crash or a sticky CUDA error ends that part only)
+and time-boxed (a part stops between points when its budget is spent, and its process is
+killed ``GRACE_S`` later; a part that fails is logged in ``session.txt`` and the next one runs):
 
 1. ``tune``    -> ``kernel_table.csv``: the GPU's tuning table (:mod:`parrotsim.kernels.tune`);
    the later parts run with it (``$PARROTSIM_KERNEL_TABLE``). Copy it to
@@ -25,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -37,6 +40,8 @@ from parrotsim.kernels.bench_util import CpuTimer, Timer, measure_bandwidth
 from parrotsim.kernels.tuning_table import ENV_VAR
 
 BUDGETS = {"tune": 150.0, "shapes": 150.0, "era": 55.0, "parrot": 55.0}
+GRACE_S = 60.0  # past its budget a part finishes its point; then its process is killed
+RESERVE_S = 15.0  # kept per later part when the total budget runs short
 TINY_SHAPES = "1,4x2x40x0,16;4x3x24x8r"
 TINY_HEADS = (8, 32)
 
@@ -59,58 +64,95 @@ def _parts(out: Path, timer, dev: torch.device, bw: float, tiny: bool, reps: int
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the four parts within ``--budget-s`` seconds in all; write ``session.txt``."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=450.0, help="all parts together")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--parts", default=",".join(BUDGETS), help="subset of " + ",".join(BUDGETS))
-    ap.add_argument("--tiny", action="store_true")
-    args = ap.parse_args(argv)
+def _run_part(args, name: str) -> None:
+    """Child mode (``--part NAME``): run one part in this process, write ``part_NAME.json``."""
     t0 = time.time()
-    args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     tiny = args.tiny or dev.type != "cuda"
     timer = Timer(dev) if dev.type == "cuda" else CpuTimer()
     torch.manual_seed(0)
-    os.environ[ENV_VAR] = str(args.out / "kernel_table.csv")  # later parts use the new table
-    info: dict = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-                  "torch": torch.__version__, "triton": triton.__version__, "tiny": tiny,
-                  "budget_s": args.budget_s, "reps": args.reps, "parts": {}}
-
-    def save() -> None:
-        info["total_s"] = round(time.time() - t0, 1)
-        (args.out / "session.txt").write_text(json.dumps(info, indent=1, default=str) + "\n")
-
+    res: dict = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                 "torch": torch.__version__, "triton": triton.__version__, "tiny": tiny}
+    bw = 4.648  # the H200's session-4 stream read, if measuring fails
+    if name == "shapes":  # the floors use the bandwidth measured here, in the same run
+        try:
+            res["bandwidth_TBs"] = measure_bandwidth(timer, dev)
+            bw = res["bandwidth_TBs"]["floor_TBs"]
+        except Exception:  # noqa: BLE001
+            res["bandwidth_error"] = traceback.format_exc(limit=2)[-500:]
+        print(f"shapes: floor bandwidth {bw:.3f} TB/s", flush=True)
     try:
-        info["bandwidth_TBs"] = measure_bandwidth(timer, dev)
-    except Exception:  # noqa: BLE001 - floors then use the H200's session-4 stream read
-        info["bandwidth_TBs"] = {"floor_TBs": 4.648, "error": traceback.format_exc(limit=2)}
-    bw = info["bandwidth_TBs"]["floor_TBs"]
-    print(f"session: {info['device']}, floor bandwidth {bw:.3f} TB/s", flush=True)
+        res["result"] = _parts(args.out, timer, dev, bw, tiny, args.reps)[name](args.budget_s)
+    except Exception:  # noqa: BLE001 - reported to the parent, which runs the next part
+        traceback.print_exc()
+        res["error"] = traceback.format_exc(limit=4)[-1500:]
+    res["seconds"] = round(time.time() - t0, 1)
+    (args.out / f"part_{name}.json").write_text(json.dumps(res, default=str))
+
+
+def _child_cmd(args, name: str, budget: float) -> list[str]:
+    return [sys.executable, "-m", "parrotsim.kernels.session", "--out", str(args.out),
+            "--part", name, "--budget-s", f"{budget:.0f}", "--reps", str(args.reps),
+            *(["--tiny"] if args.tiny else [])]
+
+
+def _spawn(args, name: str, budget: float) -> dict:
+    """Run one part in a child process (a crash or a sticky CUDA error stays in it)."""
+    part_file = args.out / f"part_{name}.json"
+    part_file.unlink(missing_ok=True)
+    try:
+        rc = subprocess.run(_child_cmd(args, name, budget), timeout=budget + GRACE_S).returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    if not part_file.is_file():
+        return {"error": f"part process ended without a report (exit {rc}); rows written "
+                         "before that stay in its CSV"}
+    res = json.loads(part_file.read_text())
+    part_file.unlink()
+    return res
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the parts one after another within ``--budget-s`` seconds in all (each in its own
+    process, or all here with ``--in-process``); write ``session.txt``."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--budget-s", type=float, default=450.0, help="all parts together")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--parts", default=",".join(BUDGETS), help="subset of " + ",".join(BUDGETS))
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--in-process", action="store_true", help="no child processes")
+    ap.add_argument("--part", help=argparse.SUPPRESS)  # child mode
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ[ENV_VAR] = str(args.out / "kernel_table.csv")  # later parts use the new table
+    if args.part:
+        return _run_part(args, args.part)
     names = [n for n in args.parts.split(",") if n]
     if set(names) - set(BUDGETS):
         ap.error(f"--parts: unknown {sorted(set(names) - set(BUDGETS))}")
-    parts = _parts(args.out, timer, dev, bw, tiny, args.reps)
+    t0, total = time.time(), args.budget_s
+    info: dict = {"budget_s": total, "reps": args.reps, "parts": {}}
     for i, name in enumerate(names):
-        left = args.budget_s - (time.time() - t0) - 10.0 * (len(names) - i - 1)
+        left = total - (time.time() - t0) - RESERVE_S * (len(names) - i - 1)
         budget = max(5.0, min(BUDGETS[name], left))
-        t = time.time()
-        print(f"== {name}: budget {budget:.0f}s (elapsed {t - t0:.0f}s)", flush=True)
-        try:
-            res = {"result": parts[name](budget)}
-        except Exception:  # noqa: BLE001 - keep the other parts
-            traceback.print_exc()
-            res = {"error": traceback.format_exc(limit=4)[-1500:]}
-        res["seconds"] = round(time.time() - t, 1)
+        print(f"== {name}: budget {budget:.0f}s (elapsed {time.time() - t0:.0f}s)", flush=True)
+        if args.in_process:
+            args.budget_s, args.part = budget, name
+            _run_part(args, name)
+            res = json.loads((args.out / f"part_{name}.json").read_text())
+            (args.out / f"part_{name}.json").unlink()
+        else:
+            res = _spawn(args, name, budget)
+        for key in ("device", "torch", "triton", "tiny", "bandwidth_TBs"):
+            if key in res:
+                info[key] = res.pop(key)
         info["parts"][name] = res
-        print(f"== {name} done in {res['seconds']}s: {res.get('result', 'FAILED')}", flush=True)
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-        save()
-    save()
-    print(f"session: total {info['total_s']}s, files in {args.out}", flush=True)
+        print(f"== {name} done in {res.get('seconds', '?')}s: "
+              f"{res.get('result', res.get('error', '')[-300:])}", flush=True)
+        info["total_s"] = round(time.time() - t0, 1)
+        (args.out / "session.txt").write_text(json.dumps(info, indent=1, default=str) + "\n")
+    print(f"session: total {info.get('total_s')}s, files in {args.out}", flush=True)
 
 
 if __name__ == "__main__":

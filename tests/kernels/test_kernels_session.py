@@ -7,6 +7,7 @@ the later parts reading the table the first part tuned.
 
 import csv
 import json
+import sys
 
 import pytest
 
@@ -64,12 +65,31 @@ def test_failing_part_is_logged_and_the_next_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(session, "_parts", lambda *a: {"tune": broken,
                                                        "shapes": lambda s: {"shapes": 3}})
-    session.main(["--out", str(tmp_path), "--parts", "tune,shapes", "--budget-s", "30"])
+    session.main(["--out", str(tmp_path), "--parts", "tune,shapes", "--budget-s", "30",
+                  "--in-process"])
     info = json.loads((tmp_path / "session.txt").read_text())
     assert "tile does not fit" in info["parts"]["tune"]["error"]
     assert info["parts"]["shapes"]["result"] == {"shapes": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.txt"]
     with pytest.raises(SystemExit):
         session.main(["--out", str(tmp_path), "--parts", "tune,bogus"])
+
+
+def test_crashed_part_process_is_logged_and_the_next_runs(tmp_path, monkeypatch):
+    """A part whose process dies (as after a sticky CUDA error) leaves an error entry."""
+    def cmd(args, name, budget):
+        if name == "tune":
+            return [sys.executable, "-c", "import os; os._exit(3)"]
+        code = ("import json, sys; from pathlib import Path; "
+                f"Path({str(tmp_path)!r}, 'part_{name}.json').write_text("
+                "json.dumps({'result': {'ok': 1}, 'seconds': 0.1, 'device': 'fake'}))")
+        return [sys.executable, "-c", code]
+
+    monkeypatch.setattr(session, "_child_cmd", cmd)
+    session.main(["--out", str(tmp_path), "--parts", "tune,era", "--budget-s", "60"])
+    info = json.loads((tmp_path / "session.txt").read_text())
+    assert "exit 3" in info["parts"]["tune"]["error"]
+    assert info["parts"]["era"]["result"] == {"ok": 1} and info["device"] == "fake"
 
 
 def _rows(path):
