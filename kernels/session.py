@@ -1,6 +1,6 @@
 """One GPU command for the decode-attention work of issues 18 and 16:
 
-    python -m parrotsim.kernels.session --out $OUT [--budget-s 450]
+    python -m parrotsim.kernels.session --out $OUT [--budget-s 420]
 
 Parts, in order, each in its own process (a crash or a sticky CUDA error ends that part only)
 and time-boxed (a part stops between points when its budget is spent, and its process is
@@ -39,7 +39,7 @@ from parrotsim.kernels import bench_era, bench_shapes, tune
 from parrotsim.kernels.bench_util import CpuTimer, Timer, measure_bandwidth
 from parrotsim.kernels.tuning_table import ENV_VAR
 
-BUDGETS = {"tune": 150.0, "shapes": 150.0, "era": 55.0, "parrot": 55.0}
+BUDGETS = {"tune": 150.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0}
 GRACE_S = 60.0  # past its budget a part finishes its point; then its process is killed
 RESERVE_S = 15.0  # kept per later part when the total budget runs short
 TINY_SHAPES = "1,4x2x40x0,16;4x3x24x8r"
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     process, or all here with ``--in-process``); write ``session.txt``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=450.0, help="all parts together")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="all parts together")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--parts", default=",".join(BUDGETS), help="subset of " + ",".join(BUDGETS))
     ap.add_argument("--tiny", action="store_true")

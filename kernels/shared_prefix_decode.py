@@ -237,7 +237,8 @@ def shared_prefix_decode_attention(
         choice = choose_shared(B, G, prefix_len, suffix_block_tables.shape[1] * page, page,
                                q.device)
         mode = choice.mode
-        prefix_split_tokens = prefix_split_tokens or choice.prefix_split or None
+        if prefix_split_tokens is None and choice.prefix_splits:
+            prefix_split_tokens = -(-max(prefix_len, 1) // choice.prefix_splits)
         prefix_block_m = prefix_block_m or choice.prefix_bm or None
         suffix_splits = suffix_splits or choice.suffix_splits or None
     if mode == "paged":

@@ -7,7 +7,7 @@ Paged kernel, per (G, batch, context) of :data:`PAGED_GRID`: the splits sweep wi
 tokens), then three other tiles at the best split count; the fastest wins. Shared prefix, per
 (G, batch, prefix, suffix) of :data:`SHARED_GRID`: the paged kernel over the shared pages (with
 the paged choice just tuned) against cascade modes fused / concurrent / concurrent with twice
-the prefix splits / concurrent with 64-row prefix tiles; "paged" wins where it is fastest.
+the prefix splits / concurrent with 64-row prefix tiles (B*G > 64); "paged" wins where it is fastest.
 Heads: Hq = 32, D = 128 (LLaMA-7B; G = 4, 8 as LLaMA-3-8B / 70B-style GQA). CUDA-graph
 replays with the L2 flushed, median of ``--reps``. Points run coarse grid first and stop at
 ``--budget-s`` (the table is rewritten after every point, so a cut run leaves a usable table).
@@ -106,18 +106,18 @@ def tune_shared(timer, kv: RandomKV, table: KernelTable, g: int, b: int, p: int,
                         num_splits=pc.splits, block_n=pc.block_n, num_warps=pc.warps,
                         num_stages=pc.stages)
     casc = partial(shared_prefix_decode_attention, *sb.args())
-    split = prefix_tiles(b, g, p, hq // g, kv.device, at_most_one_wave=True)[3]
+    nsp = 2 * prefix_tiles(b, g, p, hq // g, kv.device, at_most_one_wave=True)[4]
     cands = {("paged", 0, 0): paged, ("fused", 0, 0): partial(casc, mode="fused"),
              ("concurrent", 0, 0): partial(casc, mode="concurrent"),
-             ("concurrent", max(64, split // 2), 0): partial(
-                 casc, mode="concurrent", prefix_split_tokens=max(64, split // 2))}
+             ("concurrent", nsp, 0): partial(casc, mode="concurrent",
+                                             prefix_split_tokens=-(-p // nsp))}
     if b * g > 64:
         cands[("concurrent", 0, 64)] = partial(casc, mode="concurrent", prefix_block_m=64)
     res = _best(timer, cands, reps)
     best = min(res, key=res.get)
     heur = "paged" if b == 1 else "fused" if b * g <= 32 else "concurrent"
     return {"kernel": "shared", "G": g, "batch": b, "context": p, "suffix": s, "splits": 0,
-            "mode": best[0], "prefix_split": best[1], "prefix_bm": best[2],
+            "mode": best[0], "prefix_splits": best[1], "prefix_bm": best[2],
             "us": round(res[best], 2), "fallback_us": round(res.get((heur, 0, 0), float("nan")), 2),
             "candidates": len(res)}
 

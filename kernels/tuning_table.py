@@ -9,7 +9,7 @@ without "NVIDIA", lower case, spaces as dashes: ``h200``), or named by the envir
   ``splits, block_n, warps, stages`` of the paged split-KV kernel;
 * ``kernel=shared``: G, batch, context (= shared prefix tokens), suffix -> ``mode`` (``paged``:
   the paged kernel over the shared pages is faster; ``fused`` / ``concurrent``: cascade modes),
-  ``prefix_split`` (tokens, 0 = heuristic), ``prefix_bm`` (0 = heuristic), ``splits`` (suffix
+  ``prefix_splits`` (prefix split count, 0 = heuristic), ``prefix_bm`` (0 = heuristic), ``splits`` (suffix
   splits, 0 = heuristic).
 
 ``us`` is the chosen candidate's time, ``fallback_us`` the untuned heuristic's at the same point.
@@ -30,7 +30,7 @@ from pathlib import Path
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "calibrate" / "profiles"
 ENV_VAR = "PARROTSIM_KERNEL_TABLE"
 FIELDS = ["kernel", "G", "batch", "context", "suffix", "splits", "block_n", "warps", "stages",
-          "mode", "prefix_split", "prefix_bm", "us", "fallback_us", "candidates"]
+          "mode", "prefix_splits", "prefix_bm", "us", "fallback_us", "candidates"]
 PAGED_DEFAULT = (64, 4, 3)  # block_n, warps, stages: the measured G=1 default (NOTES.md)
 
 
@@ -48,7 +48,7 @@ class SharedChoice:
     """How to run a shared-prefix batch: ``mode`` "paged" (fall back to the paged kernel over
     the shared pages) or a cascade mode; 0 in an integer field = the kernel's heuristic."""
     mode: str
-    prefix_split: int = 0
+    prefix_splits: int = 0
     prefix_bm: int = 0
     suffix_splits: int = 0
 
@@ -103,7 +103,7 @@ class KernelTable:
                           + _dist(int(r["suffix"]) + 16, suffix + 16))
         if r is None:
             return None
-        return SharedChoice(r["mode"], int(r["prefix_split"] or 0), int(r["prefix_bm"] or 0),
+        return SharedChoice(r["mode"], int(r["prefix_splits"] or 0), int(r["prefix_bm"] or 0),
                             int(r["splits"] or 0))
 
 

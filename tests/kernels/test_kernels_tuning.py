@@ -59,14 +59,14 @@ def test_lookup_takes_nearest_shape_and_group(table):
            _row("paged", 1, 64, 8192, splits=1, block_n=128, warps=8, stages=2),
            _row("paged", 4, 64, 8192, splits=2, block_n=128, warps=4, stages=2),
            _row("shared", 4, 4, 1024, suffix=16, mode="paged"),
-           _row("shared", 4, 64, 6000, suffix=256, mode="concurrent", prefix_split=768,
+           _row("shared", 4, 64, 6000, suffix=256, mode="concurrent", prefix_splits=8,
                 prefix_bm=64, splits=2)])
     t = tuning_table.table_for("cpu")
     assert t.paged(1, 2, 700).splits == 8
     assert t.paged(1, 48, 12000) == tuning_table.PagedChoice(1, 128, 8, 2)
     assert t.paged(8, 64, 8000).splits == 2  # no G=8 rows: nearest G is 4
     assert t.shared(4, 7, 500, 17).mode == "paged"
-    assert t.shared(8, 100, 3000, 1000) == tuning_table.SharedChoice("concurrent", 768, 64, 2)
+    assert t.shared(8, 100, 3000, 1000) == tuning_table.SharedChoice("concurrent", 8, 64, 2)
     # splits are capped to one tile per split; the shared fallback needs whole prefix pages
     assert choose_config(1, 2, 1, 100, CPU) == tuning_table.PagedChoice(2, 64, 4, 3)
     assert choose_shared(4, 4, 1024, 16, 16, CPU).mode == "paged"
@@ -119,7 +119,7 @@ def test_shared_auto_falls_back_to_paged(table, group):
 
 
 def test_shared_auto_uses_tuned_cascade(table):
-    table([_row("shared", 4, 3, 100, suffix=32, mode="concurrent", prefix_split=64,
+    table([_row("shared", 4, 3, 100, suffix=32, mode="concurrent", prefix_splits=2,
                 prefix_bm=16, splits=2)])
     args = _shared_case(4, 100, [20, 0, 33], 11)
     out, lse = shared_prefix_decode_attention(*args)
