@@ -25,7 +25,10 @@ engine takes whole is split: the engine taking the longest leading part gets it,
 
 ``mode="artifact"`` is what the paper's experiments ran (experiments.md 3.2): calls one at a
 time in queue order, the same admission filters, then first engine holding the prefix
-(``ctx_aware``), else fewest remaining slots (``dag_aware``), else most; no task groups, no
+(``ctx_aware``), else fewest remaining slots (``dag_aware``), else most, the slots being the
+engine's ``threads_capacity`` minus its calls (the artifact's ``remain_thread_locs``: the calls'
+bounds filter engines but do not rank them, so an engine holding latency-marked calls is not
+preferred for its small bound); no task groups, no
 shared-prefix sets, no objectives (a call's bound is its hint, default unbounded), no
 latency/throughput preference. The queue order is the artifact's thread queue, which the
 scheduler keeps itself: calls join at the back in arrival order; with ``app_fifo`` a dispatched
@@ -238,12 +241,13 @@ class ParrotScheduler(ClusterPolicy):
     def _rank(self, load: _Load, part: list[CallInfo], m: int) -> tuple:
         """Sort key of an engine for ``part`` (smaller is better)."""
         cfg = self.cfg
-        slots = (min(load.cap, load.bound) if cfg.dag_aware else load.cap) - load.num
         if cfg.mode == "artifact":
             held = cfg.ctx_aware and load.holds(part[0].shared_prefix)
             if held:
                 return (0, load.index)
-            return (1, slots if cfg.dag_aware else -slots, load.index)
+            locs = load.cap - load.num  # remain_thread_locs: capacity only, never the bound
+            return (1, locs if cfg.dag_aware else -locs, load.index)
+        slots = (min(load.cap, load.bound) if cfg.dag_aware else load.cap) - load.num
         tier = 0
         if cfg.dag_aware:
             objs = {self.objective(c) for c in part}

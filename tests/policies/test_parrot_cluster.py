@@ -203,3 +203,29 @@ def test_artifact_app_fifo_keeps_the_order_of_calls_pulled_together_and_later_ar
     assert s.dispatch([b0, *succ, late], full, 0.5) == []
     out = s.dispatch([b0, *succ, late], engines(1, max_requests=5), 1.0)
     assert [c.uid for c, _ in out] == [*(c.uid for c in succ), b0.uid, late.uid]
+
+
+def test_artifact_best_fit_ranks_by_capacity_not_by_the_bound():
+    """The artifact's best fit takes the engine with the fewest ``remain_thread_locs`` =
+    ``threads_capacity`` - threads (parrot/os/engine.py; thread_dispatcher.py ``_dispatch_one``):
+    the latency bound of the calls an engine holds filters engines but does not rank them. Engine
+    0 holds 3 chats marked for at most 16 requests (13 slots under the bound), engine 1 holds 10
+    unmarked maps (1014 of its 1024): a new map goes to engine 1, the fuller one. Ranking by
+    the bound would have put it beside the chats."""
+    es = engines(2, max_requests=1024)
+    es[0].num_requests, es[0].requests_bound = 3, 16
+    es[1].num_requests = 10
+    chat_bound = 16
+    new_map = ci()
+    s = sched(mode="artifact", dag_aware=True)
+    assert placed(s.dispatch([new_map], es, 0.0)) == {new_map.uid: 1}
+    # the bound still filters: a chat is not placed where 16 calls already run
+    es[1].num_requests = chat_bound
+    chat = ci(max_requests=chat_bound)
+    assert placed(sched(mode="artifact", dag_aware=True).dispatch([chat], es, 0.0)) == {
+        chat.uid: 0}
+    # and an engine whose own bound is reached takes nothing more, however full it is
+    es[0].num_requests, es[1].num_requests = chat_bound, 0
+    later_map = ci()
+    assert placed(sched(mode="artifact", dag_aware=True).dispatch([later_map], es, 0.0)) == {
+        later_map.uid: 1}
