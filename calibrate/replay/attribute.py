@@ -62,7 +62,7 @@ def redrive(run_dir: Path) -> tuple[int, int, pd.DataFrame]:
         count[0] += 1
         if batch.decodes and not batch.prefills:
             kv = np.array([s.kv_tokens for s in batch.decodes])
-            spread[i] = kv.max() / kv.mean()
+            spread[i] = (kv.max() / kv.mean(), len(kv) * int(kv.max()))
         # the real iteration's start to the next one's (the last: to its end); an
         # iteration the real log lacks takes a nanosecond (iterations must take time)
         target = (nxt[i] if np.isfinite(nxt[i]) else ends[i]) if i < len(nxt) else -np.inf
@@ -70,8 +70,14 @@ def redrive(run_dir: Path) -> tuple[int, int, pd.DataFrame]:
     got = Replay(cfg, forward, clock).run().iterations
     n = min(len(got), len(it))
     same = int((got[KEY].iloc[:n].to_numpy() == it[KEY].iloc[:n].to_numpy()).all(axis=1).sum())
-    dec = it.loc[list(spread)].assign(imbalance=pd.Series(spread))
+    dec = it.loc[list(spread)].assign(imbalance=pd.Series({i: v[0] for i, v in spread.items()}))
     dec["ratio"] = dec["gpu_s"] / dec["model_s"]
+    # where the real time falls between the model at the mean context (0) and the model as if
+    # every sequence had the longest context (1): the longest program's share of the kernel
+    cost = CostModel(load_profile(cfg.cluster.profile), cfg.cluster.engine.runtime)
+    at_longest = np.array([cost.iteration_time(batch_of((), n, spread[i][1]))
+                           for i, n in zip(dec.index, dec["decode_seqs"], strict=True)])
+    dec["toward_longest"] = (dec["gpu_s"] - dec["model_s"]) / (at_longest - dec["model_s"])
     return same, len(it), dec
 
 
@@ -138,9 +144,17 @@ def main(argv: list[str] | None = None) -> int:
         bins = pd.cut(dec["imbalance"], [1, 1.5, 2, 2.5, 3, 4, 100], include_lowest=True)
         table = dec.groupby(bins, observed=True).agg(
             batches=("ratio", "size"), median_seqs=("decode_seqs", "median"),
+            toward_longest=("toward_longest", "median"),
             gpu_over_model=("ratio", "median"))
         print("decode batches of >= 2 sequences by max/mean context:\n"
               + table.round(3).to_string())
+        skew = dec[dec["imbalance"] > 1.5]
+        by_n = skew.groupby(pd.cut(skew["decode_seqs"], [1, 4, 8, 12, 16, 24, 64, 256]),
+                            observed=True).agg(batches=("ratio", "size"),
+                                               toward_longest=("toward_longest", "median"),
+                                               gpu_over_model=("ratio", "median"))
+        print("... those with max/mean > 1.5 by sequences (the kernel's waves grow with them):\n"
+              + by_n.round(3).to_string())
         rows = what_if(run)
         r0 = rows[0]
         print(f"what-if (host decode {r0['h_dec_ms']:.3f} ms, prefill {r0['h_pre_ms']:.3f} ms;"
