@@ -8,11 +8,14 @@ measured seconds), so validation needs no GPU and no torch.
 from __future__ import annotations
 
 import csv
+import io
+import math
 from pathlib import Path
 
 import numpy as np
 
 from parrotsim.calibrate.grids import describe_forward, parse_prefills
+from parrotsim.core.text import read_utf8
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.profile import Profile
 from parrotsim.sim.model.sequence import Batch, Sequence
@@ -20,6 +23,7 @@ from parrotsim.sim.model.sequence import Batch, Sequence
 FIELDS = ["prefills", "decodes", "decode_ctx", "prefix", "kind", "split", "measured_s",
           "p20_s", "p80_s"]
 KINDS = ("decode", "prefill", "mixed")
+SPLITS = ("train", "heldout")
 TARGET_MEDIAN, TARGET_WORST = 0.03, 0.10
 
 
@@ -35,20 +39,73 @@ def write_points(path: Path, points: list[dict]) -> None:
         w.writerows(points)
 
 
+class PointsError(ValueError):
+    """A forward-pass file that cannot be used; the message is ``PATH[:LINE]: column: problem``
+    (lines from 1, the header being line 1)."""
+
+
+REQUIRED = FIELDS[:7]
+
+
 def read_points(path: Path) -> list[dict]:
-    """Forward passes from ``path`` (numbers converted)."""
+    """Forward passes from ``path`` (numbers converted); raises :class:`PointsError` for a
+    missing file, a missing column, a short row, a number that does not parse, a measured time
+    that is not a positive finite number, or an unknown batch kind or split."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no forward-pass measurements beside the profile")
+        raise PointsError(f"{path}: no forward-pass measurements beside the profile")
+    text = read_utf8(path, PointsError)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise PointsError(f"{path}:1: {', '.join(missing)}: missing column (header: "
+                          f"{', '.join(header) or 'none'})")
     out = []
-    with path.open() as f:
-        for row in csv.DictReader(f):
-            for k in ("decodes", "decode_ctx", "prefix"):
-                row[k] = int(row[k] or 0)
-            for k in ("measured_s", "p20_s", "p80_s"):
-                row[k] = float(row[k]) if row.get(k) else float("nan")
-            row["prefills"] = row.get("prefills") or ""
-            out.append(row)
+    for row in reader:
+        where = f"{path}:{reader.line_num}"
+        if None in row or any(row[c] is None for c in REQUIRED):
+            raise PointsError(f"{where}: row: {_count_fields(row)} fields, the header has "
+                              f"{len(header)}")
+        out.append(_point(row, where))
     return out
+
+
+def _count_fields(row: dict) -> int:
+    """The fields a CSV row had (DictReader pads a short row with None, keeps extras at None)."""
+    return sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+
+
+def _point(row: dict, where: str) -> dict:
+    """One forward pass with its numbers converted and checked."""
+    for k in ("decodes", "decode_ctx", "prefix"):
+        try:
+            row[k] = int(row.get(k) or 0)
+        except ValueError:
+            raise PointsError(f"{where}: {k}: not an integer: {row[k]!r}") from None
+        if row[k] < 0:
+            raise PointsError(f"{where}: {k}: must be >= 0, not {row[k]}")
+    for k in ("measured_s", "p20_s", "p80_s"):
+        try:
+            row[k] = float(row[k]) if row.get(k) else float("nan")
+        except ValueError:
+            raise PointsError(f"{where}: {k}: not a number: {row[k]!r}") from None
+    if not (math.isfinite(row["measured_s"]) and row["measured_s"] > 0):
+        raise PointsError(f"{where}: measured_s: must be a positive finite time in seconds, "
+                          f"not {row['measured_s']}")
+    row["prefills"] = row.get("prefills") or ""
+    try:
+        chunks = parse_prefills(row["prefills"])
+    except ValueError:
+        raise PointsError(f"{where}: prefills: not a list like 512@0;128@1024: "
+                          f"{row['prefills']!r}") from None
+    if any(n < 1 or c < 0 for n, c in chunks) or not (chunks or row["decodes"]):
+        raise PointsError(f"{where}: prefills: a batch needs prefill chunks of >= 1 token or "
+                          f"decodes: {row['prefills']!r} with {row['decodes']} decodes")
+    if row["kind"] not in KINDS:
+        raise PointsError(f"{where}: kind: {row['kind']!r} is not one of {', '.join(KINDS)}")
+    if row["split"] not in SPLITS:
+        raise PointsError(f"{where}: split: {row['split']!r} is not one of {', '.join(SPLITS)}")
+    return row
 
 
 def point_batch(p: dict) -> tuple[Batch, list[tuple[int, int]], int]:
@@ -121,7 +178,8 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
         if sel:
             ax.scatter([1e3 * r["measured_s"] for r in sel], [1e3 * r["predicted_s"] for r in sel],
                        label=kind, color=colour, s=18)
-    vals = [1e3 * r[k] for r in rows for k in ("measured_s", "predicted_s")]
+    vals = [v for v in (1e3 * r[k] for r in rows for k in ("measured_s", "predicted_s"))
+            if math.isfinite(v) and v > 0] or [1.0]  # log axes: positive finite limits only
     lo, hi = min(vals) * 0.8, max(vals) * 1.25
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
     ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9")

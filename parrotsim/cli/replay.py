@@ -11,10 +11,13 @@ per-iteration errors (``calibrate/replay/README.md``).
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from parrotsim.calibrate.replay import __main__ as replay_main
 from parrotsim.calibrate.replay import compare as compare_mod
-from parrotsim.core.errors import output_folder
+from parrotsim.core.errors import UsageError, output_folder
+from parrotsim.core.text import read_utf8
 
 
 def add_parser(sub) -> None:
@@ -30,7 +33,8 @@ def add_parser(sub) -> None:
                        description="Simulate the runs of a replay folder and print the errors.")
     c.add_argument("real_dir", help="output folder of 'parrotsim replay'")
     c.add_argument("--profile", help="cost profile to simulate with (default: the run's)")
-    c.add_argument("--out", help="where compare.csv and the plot go (default: REAL_DIR)")
+    c.add_argument("--out", type=output_folder,
+                   help="where compare.csv and the plot go (default: REAL_DIR)")
     c.add_argument("--bounds", help="bounds file: exit 1 when a run breaks one (the CI gate "
                    "on committed replays; e.g. REAL_DIR/bounds.yaml)")
     c.set_defaults(main=compare)
@@ -44,6 +48,25 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
+    _check_replay_folder(Path(args.real_dir))
     argv = [args.real_dir] + (["--profile", args.profile] if args.profile else [])
     argv += ["--bounds", args.bounds] if args.bounds else []
-    return compare_mod.main(argv + (["--out", args.out] if args.out else []))
+    return compare_mod.main(argv + (["--out", str(args.out)] if args.out else []))
+
+
+def _check_replay_folder(real: Path) -> None:
+    """A folder written by ``parrotsim replay``: ``runs/`` holding run folders whose
+    ``meta.json`` reads as a run description (raises :class:`UsageError` naming the file)."""
+    runs = real / "runs"
+    if not runs.is_dir():
+        raise UsageError(f"{real}: no runs/ folder here; give the --out folder of "
+                         "'parrotsim replay'")
+    metas = sorted(p / "meta.json" for p in runs.iterdir() if (p / "meta.json").is_file())
+    if not metas:
+        raise UsageError(f"{runs}: no replayed run (a folder with meta.json) here")
+    for meta in metas:
+        try:
+            data = json.loads(read_utf8(meta))
+            data["config"]["workload"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{meta}: not a replayed run's description ({exc})") from None

@@ -36,14 +36,17 @@ def main(args: argparse.Namespace) -> int:
     if not path.suffix:
         path = shipped_profiles().get(args.profile, path)
     prof = load_profile(str(path))
+    if args.plot and not args.no_plot:
+        _check_plot_file(args.plot)
     points_file = args.points or val.points_path(path)
     try:
         points = val.read_points(points_file)
-    except (FileNotFoundError, KeyError, ValueError) as exc:
-        raise UsageError(f"validate: {exc}") from None
+    except (val.PointsError, OSError) as exc:
+        raise UsageError(str(exc)) from None
     rows = val.evaluate(prof, points, None if args.all else "heldout")
     if not rows:
-        raise UsageError(f"validate: {points_file} has no held-out forward passes")
+        raise UsageError(f"{points_file}: split: no held-out forward passes (use --all for "
+                         "the training points)")
     summary = val.summarize(rows)
     print(f"{prof.name} ({prof.source}, {prof.gpu.name}, {prof.model.name}): "
           f"{'all' if args.all else 'held-out'} forward passes")
@@ -53,6 +56,21 @@ def main(args: argparse.Namespace) -> int:
     print(f"targets (median <= {100 * val.TARGET_MEDIAN:.0f} %, worst <= "
           f"{100 * val.TARGET_WORST:.0f} %): {'met' if met else 'MISSED'}")
     if args.plot and not args.no_plot:
-        val.plot(rows, args.plot, f"{prof.name}: predicted vs measured")
+        try:
+            val.plot(rows, args.plot, f"{prof.name}: predicted vs measured")
+        except OSError as exc:
+            raise UsageError(f"{args.plot}: --plot: cannot write: {exc.strerror or exc}") \
+                from None
         print(f"plot: {args.plot}")
     return 1 if args.strict and not met else 0
+
+
+def _check_plot_file(path: Path) -> None:
+    """``--plot FILE`` must name a file that can be made: not a folder, not below a file."""
+    if path.is_dir():
+        raise UsageError(f"{path}: --plot: is a folder; give a file name such as {path}/v.png")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{path}: --plot: {parent} is a file, not a folder")
+            break

@@ -8,7 +8,7 @@ the file (``FILE:LINE:COL: field: message``, exit status 2) before anything runs
   ``block_size``, is an error of ``cluster.profile`` or ``cluster.engine``
   (:func:`engine_limits`, which the simulation uses too);
 * the workload's input files are read and validated (a trace: a corrupt row, or not a single
-  request, names ``PATH:LINE``), and every call they hold, with the client's chat template
+  request, names ``PATH:LINE``; a file that is not UTF-8 text names ``PATH:LINE:COL``), and every call they hold, with the client's chat template
   added, must be one the engines can run (:mod:`parrotsim.sim.model.admission`): the first row
   that is not is named by ``PATH:LINE`` with the reason.
 
@@ -20,8 +20,10 @@ checks its rows once per engine configuration.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from parrotsim.core.text import utf8_problem
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.fingerprint import input_hashes
 from parrotsim.sim.model.admission import EngineLimits, admission_problem
@@ -74,6 +76,8 @@ def _first_problem(cfg: RunConfig, limits: EngineLimits, template: int) -> RunIn
         calls = cfg.workload.input_calls()
     except WorkloadInputError as exc:
         return RunInputError(f"workload.{exc.field}", str(exc))
+    except UnicodeDecodeError as exc:  # a text input file that is not UTF-8: say where
+        return _not_utf8(cfg, exc)
     seen: set[tuple[int, int]] = set()
     for call in calls:
         shape = (call.prompt_tokens, call.output_tokens)
@@ -87,3 +91,16 @@ def _first_problem(cfg: RunConfig, limits: EngineLimits, template: int) -> RunIn
                 f"tokens (+{template} of chat template) and {call.output_tokens} output tokens "
                 f"can never run: {problem}")
     return None
+
+
+def _not_utf8(cfg: RunConfig, exc: UnicodeDecodeError) -> RunInputError:
+    """The error naming the first of the workload's input files that is not UTF-8 text."""
+    files = cfg.workload.input_files() if hasattr(cfg.workload, "input_files") else {}
+    for name, path in files.items():
+        try:
+            problem = utf8_problem(Path(path).read_bytes(), path)
+        except OSError:
+            continue
+        if problem is not None:
+            return RunInputError(f"workload.{name}", problem)
+    return RunInputError("workload", f"an input file is not UTF-8 text ({exc.reason})")

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parrotsim.core.text import locate
+
 Path_ = tuple[str | int, ...]
 Where = tuple[int, int]
 
@@ -62,11 +64,16 @@ def load_yaml(path: str | Path) -> tuple[Any, Positions]:
 
     name = str(path)
     try:
-        text = Path(path).read_text()
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise YamlError(name, 0, 0, "no such file") from None
     except OSError as exc:
         raise YamlError(name, 0, 0, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = locate(raw, exc)
+        raise YamlError(name, problem.line, problem.col, problem.message) from None
     try:
         tree = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:

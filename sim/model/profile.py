@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from parrotsim.core.config import StrictConfig
+from parrotsim.core.text import read_utf8
 from parrotsim.sim.model.profile_checks import iteration_time_problems
 
 SCHEMA_VERSION = 1
@@ -259,7 +260,7 @@ def _shipped_path(name: str) -> Path:
 
 @cache
 def _parse_file(path: str, size: int, mtime_ns: int, ctime_ns: int) -> Profile:
-    return parse_profile(Path(path).read_text(), path)
+    return parse_profile(read_utf8(path, ProfileError), path)
 
 
 load_profile.cache_clear = _parse_file.cache_clear  # type: ignore[attr-defined]
