@@ -26,6 +26,14 @@ others; a run without rejections has no such column. A rejected call never retur
 left out of every per-call metric, and its app fails (``end`` NaN in the apps table) and is left
 out of the completion-time metrics; ``apps`` still counts it. :attr:`RunResult.rejected` counts
 the rejected calls; the results store marks such a run failed, as its metrics leave work out.
+
+Degenerate runs give defined metrics and never a warning: a metric that averages or takes a
+quantile over no value (no call returned, no foreground app completed, no call of more than one
+output token for ``latency_per_output_token``) is NaN, and the counts are then 0 (``calls``,
+``preemptions``); ``makespan`` is NaN when no app completed and ``throughput`` 0 when the
+makespan is not positive (a run of one instantaneous call, or none completed);
+``peak_kv_memory`` and ``peak_kv_fraction`` are 0 and ``mean_batch`` NaN for a run without
+engines.
 """
 
 from __future__ import annotations
@@ -114,9 +122,9 @@ def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> p
 
 def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) -> dict[str, float]:
     """The run's headline metrics (see module docstring for units)."""
-    every_fg = apps[~apps["background"]]
-    fg = every_fg[every_fg["end"].notna()]
-    done = calls[calls["returned"] >= 0]
+    every_fg = apps.loc[~apps["background"].astype(bool)]
+    fg = every_fg.loc[every_fg["end"].notna()]
+    done = calls.loc[calls["returned"].astype(float) >= 0]
     latency = done["returned"] - done["sent"]
     multi = done[done["output_len"] > 1]
     tpot = (multi["finished"] - multi["first_token"]) / (multi["output_len"] - 1)
