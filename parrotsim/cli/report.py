@@ -7,6 +7,7 @@ from pathlib import Path
 
 from parrotsim.core.errors import UsageError, output_folder
 from parrotsim.reports.build import build_report
+from parrotsim.sim.harness.runner import check_writable
 
 
 def add_parser(sub) -> None:
@@ -23,6 +24,7 @@ def add_parser(sub) -> None:
 
 def main(args: argparse.Namespace) -> int:
     figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
+    check_writable(args.out)
     try:
         claims = build_report(args.out, figures, args.profile, args.jobs, not args.quiet)
     except ValueError as exc:

@@ -1,8 +1,10 @@
 """``parrotsim run FILE.yaml``: expand an experiment file and run (or list) its runs.
 
-Exit status: 0 all runs succeeded (or were cached), 1 some run failed (recorded with its
-traceback; the other runs still ran), 2 invalid file or options (every error is printed as
-``FILE:LINE:COL: field.path: message`` and nothing is written).
+Exit status: 0 all runs succeeded (or were cached), 1 some run failed or timed out (recorded
+with its traceback in its run folder; the other runs still ran), 2 invalid file or options
+(every error is printed as ``FILE:LINE:COL: field.path: message`` and nothing is written),
+runs estimated to need more memory than ``--max-memory``, or an output folder that cannot be
+written (read-only, or full: the sweep stops, the runs stored so far are kept whole).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from parrotsim.core.errors import output_folder
+from parrotsim.core.errors import memory_size, output_folder, seconds
 from parrotsim.sim.harness.experiment import ExperimentError, load_experiment
-from parrotsim.sim.harness.runner import default_out, plan, run_experiment
+from parrotsim.sim.harness.runner import DEFAULT_RUN_TIMEOUT, default_out, plan, run_experiment
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +33,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="re-run runs that are already stored")
     p.add_argument("--dry-run", action="store_true",
                    help="list the expanded runs and which are cached; run nothing")
+    p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                   help="refuse (exit 2) when the runs in flight at once would need more memory "
+                        "than SIZE by the estimate (e.g. 4G, 512M; none = no check; default: "
+                        "80%% of the memory available)")
+    p.add_argument("--run-timeout", type=seconds, default=DEFAULT_RUN_TIMEOUT, metavar="S",
+                   help="stop a run after S wall-clock seconds and record it as failed "
+                        f"(default: {DEFAULT_RUN_TIMEOUT:g}; 0 = no limit)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it is shown only when "
                    "stderr is a terminal)")
     p.set_defaults(main=main)
@@ -47,10 +56,11 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(exp, out, args.force, plan)
     frame = run_experiment(exp, out, jobs=args.jobs, backend=args.backend,
-                           address=args.address, force=args.force, progress=not args.quiet)
+                           address=args.address, force=args.force, progress=not args.quiet,
+                           run_timeout=args.run_timeout, max_memory=args.max_memory)
     failed = frame[frame["status"] != "ok"]
-    print(f"{exp.name}: {len(frame)} runs, {len(failed)} failed; summary in "
-          f"{out / 'summary.csv'}")
+    print(f"{exp.name}: {len(frame)} runs, {len(failed)} failed ({frame.attrs['ran']} ran, "
+          f"{frame.attrs['cached']} cached); summary in {out / 'summary.csv'}")
     for _, row in failed.iterrows():
         trace = out / "runs" / row["run_hash"] / "error.txt"
         see = f" (see {trace})" if trace.is_file() else " (not stored: retried next time)"

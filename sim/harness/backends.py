@@ -1,7 +1,7 @@
 """Where runs execute: in this process, in a local process pool, or as Ray tasks.
 
-A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir, plugins)`` and
-yields the small records the workers return, in completion order. Workers import the
+A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir,
+plugins, timeout, wait, reuse)`` and yields the small records the workers return, in completion order. Workers import the
 experiment's plugins, then write the run's tables into the store themselves, so only a few
 hundred bytes per run travel back. A task that cannot even report yields a ``failed`` record
 built here, which is not stored, so the run is retried next time; the local pool first retries

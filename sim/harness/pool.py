@@ -22,7 +22,10 @@ from typing import Any
 
 from parrotsim.sim.harness.store import execute
 
-Task = tuple[str, dict[str, Any], str, tuple[str, ...]]
+#: the arguments of :func:`~parrotsim.sim.harness.store.execute`: key, config, runs folder,
+#: plugins, then optionally the run's timeout (s), whether to wait for its lock and whether to
+#: reuse a run stored meanwhile
+Task = tuple[Any, ...]
 PRELOAD = ["parrotsim.sim.harness.store", "parrotsim.sim.harness.simulation"]
 
 

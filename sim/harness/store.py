@@ -10,7 +10,8 @@ Layout under the output directory ``OUT``::
     OUT/runs/<key>/summary.json      status, metrics, error and the size and checksum of
                                      every other file; written last (the completion marker)
 
-A worker writes every file into a private staging directory ``OUT/runs/.tmp-<key>-...`` and
+A run is simulated under the lock of its key (``OUT/.locks/<key>.lock``), so two sweeps
+into one folder never simulate the same run twice (:func:`execute`). A worker writes every file into a private staging directory ``OUT/runs/.tmp-<key>-...`` and
 renames it to ``<key>`` when all files are complete, so a run directory is either absent or
 whole; a run directory without ``summary.json`` (from another tool, or damaged) counts as absent
 and is replaced. A killed worker leaves only a staging directory, which nothing reads and which
@@ -40,15 +41,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from parrotsim import __version__
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.fingerprint import input_hashes, plugin_hashes, source_hash
 from parrotsim.sim.harness.plugins import load_plugins
 from parrotsim.sim.harness.run_files import FileWriter, intact
 from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.harness.time_limit import time_limit
 from parrotsim.sim.model.profile import profile_hash
 
 MARKER = "summary.json"
+LOCKS = ".locks"
 TABLES = ("calls", "apps", "engines")
 
 
@@ -77,22 +82,62 @@ def read_record(runs_dir: Path, key: str) -> dict[str, Any] | None:
     return record
 
 
-def execute(key: str, config: dict[str, Any], runs_dir: str,
-            plugins: tuple[str, ...] = ()) -> dict[str, Any]:
+def execute(key: str, config: dict[str, Any], runs_dir: str, plugins: tuple[str, ...] = (),
+            timeout: float | None = None, wait: bool = True, reuse: bool = False
+            ) -> dict[str, Any]:
     """Run one simulation, store its tables under ``runs_dir/key`` and return its small record.
 
     This is the unit of work every backend ships to a worker; ``plugins`` (resolved entries,
-    see :mod:`sim.plugins`) are imported first. A run that raises is stored and returned with
-    ``status: failed`` and the exception's whole message as ``error`` (its traceback goes to
-    ``error.txt``); it never raises itself. A run some of whose calls were rejected (no engine
-    can run them) is ``failed`` too, without metrics, but its tables are stored: the calls
-    table's ``error`` column says why each rejected call was.
+    see :mod:`sim.plugins`) are imported first. The run holds the lock of its key
+    (:func:`run_lock`) from before it looks for a stored result until its folder is published,
+    so two sweeps into one folder never simulate one key at once: with ``wait`` False a key
+    locked by another process returns ``status: busy`` at once (nothing done, the caller tries
+    again later); with ``reuse`` a run that another sweep stored meanwhile (``status: ok``) is
+    returned as stored, with ``reused: True``, instead of being simulated again.
+
+    A run that raises, or runs longer than ``timeout`` wall-clock seconds
+    (:mod:`sim.harness.time_limit`), is stored and returned with ``status: failed`` and the
+    exception's whole message as ``error`` (its traceback goes to ``error.txt``); it never
+    raises itself. A run some of whose calls were rejected (no engine can run them) is
+    ``failed`` too, without metrics, but its tables are stored: the calls table's ``error``
+    column says why each rejected call was. A run that cannot be stored (a full or read-only
+    disk) is returned ``failed`` with ``store_errno``, the error number of the failed write.
     """
+    try:
+        lock = run_lock(Path(runs_dir), key)
+        lock.acquire(timeout=-1 if wait else 0)
+    except Timeout:
+        return {"key": key, "status": "busy", "metrics": {}, "error": "", "elapsed_s": 0.0}
+    except OSError as exc:  # the lock cannot even be made: a read-only or full disk
+        return {"key": key, "status": "failed", "metrics": {}, "elapsed_s": 0.0,
+                "error": f"could not store the run: {_message(exc)}", "store_errno": exc.errno}
+    try:
+        if reuse:
+            record = read_record(Path(runs_dir), key)
+            if record is not None and record["status"] == "ok":
+                return dict(record, reused=True)
+        return _execute(key, config, runs_dir, plugins, timeout)
+    finally:
+        lock.release()
+
+
+def run_lock(runs_dir: Path, key: str) -> FileLock:
+    """The lock of one run key: a ``fcntl`` lock on ``OUT/.locks/<key>.lock`` (``runs_dir`` is
+    ``OUT/runs``), which the system releases when its process dies (so a killed sweep leaves
+    no stale lock)."""
+    folder = runs_dir.parent / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(folder / f"{key}.lock")
+
+
+def _execute(key: str, config: dict[str, Any], runs_dir: str, plugins: tuple[str, ...],
+             timeout: float | None) -> dict[str, Any]:
     start = time.perf_counter()
     result, trace = None, ""
     try:
-        load_plugins(plugins)
-        result = simulate(RunConfig.model_validate(config))
+        with time_limit(timeout):
+            load_plugins(plugins)
+            result = simulate(RunConfig.model_validate(config))
         status, metrics, error = "ok", dict(result.summary), ""
         if len(result.rejected):  # metrics would leave the failed apps out: none are given
             status, metrics, error = "failed", {}, f"RejectedCalls: {result.rejection_message()}"
@@ -106,6 +151,8 @@ def execute(key: str, config: dict[str, Any], runs_dir: str,
     except Exception as exc:
         record.update(status="failed", metrics={},
                       error=f"could not store the run: {_message(exc)}")
+        if isinstance(exc, OSError) and exc.errno is not None:
+            record["store_errno"] = exc.errno
     return record
 
 
@@ -192,13 +239,24 @@ def _alive(pid: int) -> bool:
 
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write ``path`` through a temporary file in the same directory and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+    write_all_atomic({path: data})
+
+
+def write_all_atomic(files: dict[Path, bytes | str]) -> None:
+    """Write every file through a temporary file beside it, then rename each into place once
+    all are written: a failed write (a full disk) replaces none of them."""
+    staged: list[tuple[Path, Path]] = []
     try:
-        if isinstance(data, str):
-            tmp.write_text(data)
-        else:
-            tmp.write_bytes(data)
-        os.replace(tmp, path)
+        for path, data in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+            staged.append((tmp, path))
+            if isinstance(data, str):
+                tmp.write_text(data)
+            else:
+                tmp.write_bytes(data)
+        for tmp, path in staged:
+            os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)

@@ -97,6 +97,14 @@ def _cases() -> list[Case]:
         **{"exp.yaml": GOOD + "exclude:\n  - {nope: 1}\n"})
     add("experiment", "missing_file", ["run", "nope.yaml", "--out", "out"], "nope.yaml")
     add("experiment", "is_a_folder", ["run", "out", "--out", "out2"], "out")
+    # resource bounds: refused up front with the estimate
+    add("experiment", "huge_requests", run, "exp.yaml",
+        **{"exp.yaml": experiment("  workload: {kind: sharegpt, num_requests: 1000000000}")})
+    add("experiment", "huge_background_rate", run, "exp.yaml",
+        **{"exp.yaml": experiment("  workload: {kind: chain_with_background, "
+                                  "background_rate: 1000000.0}")})
+    add("experiment", "over_max_memory", run + ["--max-memory", "64M"], "exp.yaml",
+        **{"exp.yaml": GOOD.replace("num_requests: 4", "num_requests: 5")})  # not cached
     # profiles
     add("profile", "not_utf8", run, "p.yaml:2:",
         **{"exp.yaml": profile_exp("./p.yaml"), "p.yaml": b"name: p\n\xff\n"})
@@ -170,6 +178,10 @@ def _cases() -> list[Case]:
     # command-line flags
     add("flags", "jobs_zero", run[:4] + ["-j", "0"], "--jobs", **{"exp.yaml": GOOD})
     add("flags", "jobs_not_int", run[:4] + ["-j", "two"], "--jobs", **{"exp.yaml": GOOD})
+    add("flags", "max_memory", run + ["--max-memory", "lots"], "--max-memory",
+        **{"exp.yaml": GOOD})
+    add("flags", "run_timeout", run + ["--run-timeout", "-5"], "--run-timeout",
+        **{"exp.yaml": GOOD})
     add("flags", "backend", run + ["--backend", "mpi"], "--backend", **{"exp.yaml": GOOD})
     add("flags", "address_without_ray", run + ["--address", "x:1"], "--address",
         **{"exp.yaml": GOOD})
