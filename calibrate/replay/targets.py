@@ -17,6 +17,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from parrotsim.core.errors import UsageError
+from parrotsim.core.text import read_utf8
+
 ISSUE_TARGETS: dict[str, float] = {
     "e2e_median_err": 0.03, "e2e_mean_bias": 0.02, "e2e_p90_bias": 0.05,
     "ttft_median_err": 0.05, "tpot_median_err": 0.03,
@@ -57,14 +60,17 @@ def load_bounds(path: Path) -> tuple[str | None, dict[str, float]]:
     """(profile or None, bounds) of a bounds file; errors name the file and field."""
     from ruamel.yaml import YAML
 
-    data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    try:
+        data = YAML(typ="safe", pure=True).load(read_utf8(path))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the bounds file ({exc.strerror})") from None
     if not isinstance(data, dict) or not isinstance(data.get("bounds"), dict):
-        raise SystemExit(f"{path}: bounds: expected a mapping of metric: limit")
+        raise UsageError(f"{path}: bounds: expected a mapping of metric: limit")
     bounds = {}
     for metric, value in data["bounds"].items():
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise SystemExit(f"{path}: bounds.{metric}: expected a number >= 0, got {value!r}")
+            raise UsageError(f"{path}: bounds.{metric}: expected a number >= 0, got {value!r}")
         if metric not in ISSUE_TARGETS and not metric.endswith(("_err", "_bias")):
-            raise SystemExit(f"{path}: bounds.{metric}: not an error metric")
+            raise UsageError(f"{path}: bounds.{metric}: not an error metric")
         bounds[metric] = float(value)
     return data.get("profile"), bounds

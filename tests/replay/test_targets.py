@@ -5,6 +5,7 @@ import math
 import pytest
 
 from parrotsim.calibrate.replay import targets
+from parrotsim.core.errors import UsageError
 
 
 def row(**kw):
@@ -34,7 +35,7 @@ def test_nan_breaks_a_bound_and_unknown_metrics_are_errors():
 def test_bounds_file_errors_name_the_field(tmp_path):
     f = tmp_path / "bounds.yaml"
     f.write_text("profile: p\nbounds: {e2e_median_err: 0.1, tpot_median_err: -1}\n")
-    with pytest.raises(SystemExit, match=r"bounds.yaml: bounds.tpot_median_err"):
+    with pytest.raises(UsageError, match=r"bounds.yaml: bounds.tpot_median_err"):
         targets.load_bounds(f)
     f.write_text("bounds: {e2e_median_err: 0.1}\n")
     assert targets.load_bounds(f) == (None, {"e2e_median_err": 0.1})
