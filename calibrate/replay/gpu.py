@@ -80,13 +80,16 @@ class GpuForward:
             need = -(-(ctx + n) // PAGE_SIZE)
             ids = torch.randint(0, self.cfg.vocab_size, (n,)).numpy()
             return Chunk(ids, ctx, [next(pages, 0) for _ in range(need)])
-        shapes = [[17], [100], [333], [1024], [3, 500], [700, 700, 700],
+        # prompt chunks of every size class (the Triton kernels specialize on them: a size
+        # first met during a run compiles there, 1.3 s in one replay), alone and over a context
+        shapes = [[1], [4], [8], [17], [40], [100], [333], [1024], [3, 500], [700, 700, 700],
                   [max_tokens // 8] * 8, [max_tokens - 100]]
-        for lens in shapes:
-            if sum(lens) > max_tokens:
-                continue
-            pages = iter(range(self.scratch))
-            self._eager([chunk(n) for n in lens if n > 0], [])
+        for ctx in (0, 300):
+            for lens in shapes:
+                if sum(lens) + ctx * len(lens) > max_tokens:
+                    continue
+                pages = iter(range(self.scratch))
+                self._eager([chunk(n, ctx) for n in lens if n > 0], [])
         for b in (1, 5, 33) if max_tokens >= 1000 else (1, 2):
             pages = iter(range(self.scratch))
             self._eager([], [chunk(1, 300 + i) for i in range(b)])
