@@ -10,7 +10,6 @@ a message when the registry cannot be reached.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -20,21 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-IGNORE = shutil.ignore_patterns(".venv", ".git", "results", "out", "build", "*.egg-info",
-                                "__pycache__", ".pytest_cache", ".ruff_cache")
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """A wheel built from a copy of the checkout (the source tree gets no build files)."""
-    src = tmp_path_factory.mktemp("src") / "parrotsim"
-    shutil.copytree(ROOT, src, ignore=IGNORE)
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(dist), str(src)], check=True)
-    (found,) = dist.glob("parrotsim-*.whl")
-    return found
 
 
 @pytest.fixture(scope="module")
