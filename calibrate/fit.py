@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,8 +41,10 @@ from parrotsim.calibrate.roofline import GPUS, MODELS
 from parrotsim.sim.model.costmodel import paged_grid_time
 from parrotsim.sim.model.profile import (
     SCHEMA_VERSION,
+    Calibration,
     Curve,
     Curves,
+    Extent,
     GpuSpec,
     Grid2D,
     ModelSpec,
@@ -198,7 +201,32 @@ def gpu_spec(env: dict) -> GpuSpec:
                    bf16_tflops=ceil.get("gemm_bf16_8192_TFLOPs", 100.0))
 
 
-def _environment(env: dict, raw_dir: Path, skipped: list[str]) -> dict[str, str]:
+def extent(rows: list[dict]) -> Extent:
+    """The largest quantity measured (``ok``) along each axis of the kernel grids."""
+    def top(section: str, key: str) -> int:
+        return int(max((r[key] for r in _ok(rows, section)), default=1))
+    return Extent(batch_tokens=top("linear", "tokens"), prefill_chunk_tokens=top("prefill", "new"),
+                  prefill_context=top("prefill", "ctx"), decode_batch=top("paged", "batch"),
+                  decode_context=top("paged", "ctx"), shared_prefix=top("shared", "prefix"),
+                  shared_batch=top("shared", "batch"))
+
+
+def calibration(rows: list[dict], env: dict) -> Calibration:
+    """The run's extent and the bandwidth and GEMM rate its probe measured (when it ran)."""
+    ceil = env.get("ceilings", {})
+    return Calibration(extent=extent(rows), stream_read_tb_s=ceil.get("stream_read_TBs"),
+                       gemm_bf16_tflops=ceil.get("gemm_bf16_8192_TFLOPs"))
+
+
+def raw_path(raw_dir: Path, out: Path | None) -> str:
+    """``raw_dir`` as the profile records it: relative to the folder of the profile ``out``
+    (so a profile and its raw measurements move together), as given when ``out`` is None."""
+    if out is None:
+        return str(raw_dir)
+    return Path(os.path.relpath(raw_dir.resolve(), out.resolve().parent)).as_posix()
+
+
+def _environment(env: dict, raw_dir: str, skipped: list[str]) -> dict[str, str]:
     keep = ("gpu", "gpu_memory_gib", "sms", "torch", "triton", "cuda", "python", "nvidia_smi",
             "date", "quick", "command", "model_kv_pages", "max_memory_gib")
     out = {k: str(env[k]) for k in keep if k in env}
@@ -208,15 +236,17 @@ def _environment(env: dict, raw_dir: Path, skipped: list[str]) -> dict[str, str]
                                     f"bf16 GEMM {c.get('gemm_bf16_8192_TFLOPs', 0):.0f} TFLOP/s")
     out["grid"] = json.dumps({k: len(v) for k, v in env.get("grids", {}).items()})
     out["seconds_per_section"] = json.dumps(env.get("seconds", {}))
-    out["raw_measurements"] = str(raw_dir)
+    out["raw_measurements"] = raw_dir
     out["skipped_points"] = "; ".join(skipped) or "none"
     if env.get("errors"):
         out["errors"] = json.dumps(env["errors"])
     return out
 
 
-def build_profile(raw_dir: Path, name: str) -> tuple[Profile, list[dict], dict]:
-    """Fit the profile from ``raw_dir``; returns it, the forward points and fit diagnostics."""
+def build_profile(raw_dir: Path, name: str, out: Path | None = None
+                  ) -> tuple[Profile, list[dict], dict]:
+    """Fit the profile from ``raw_dir``; returns it, the forward points and fit diagnostics.
+    ``out``: where the profile will be written (its raw path is recorded relative to it)."""
     rows, env = load_raw(raw_dir)
     model = TINY if env["model"] == "tiny" else MODELS[env["model"]]
     layers = model.layers
@@ -238,12 +268,13 @@ def build_profile(raw_dir: Path, name: str) -> tuple[Profile, list[dict], dict]:
                                              for k, v in r.items()
                                              if k not in ("section", "status"))
                for r in rows if r.get("status") != "ok"]
-    environment = _environment(env, raw_dir, skipped)
+    environment = _environment(env, raw_path(raw_dir, out), skipped)
     if grid is not None:
         environment["decode_paged_grid_filled"] = ", ".join(filled) or "none"
     prof = Profile(schema_version=SCHEMA_VERSION, name=name, source="measured",
                    date=env.get("date", "")[:10], gpu=gpu_spec(env), model=model, dtype="bf16",
-                   environment=environment, curves=curves)
+                   environment=environment, curves=curves,
+                   calibration=calibration(rows, env))
     points = forward_points(rows)
     train = [p for p in points if p["split"] == "train"]
     prof, coef = correct(prof, train)
@@ -288,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", help="profile name (default: the output file's stem)")
     args = ap.parse_args(argv)
     name = args.name or args.out.name.removesuffix(".yaml")
-    prof, points, _ = build_profile(args.raw_dir, name)
+    prof, points, _ = build_profile(args.raw_dir, name, args.out)
     write_profile(prof, points, args.out)
     rows = val.evaluate(prof, points, "heldout")
     print(val.report(rows, val.summarize(rows)))

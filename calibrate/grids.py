@@ -25,36 +25,39 @@ HELDOUT_EVERY = 3  # index % 3 == 1 within each batch kind is held out
 
 
 def linear_grid(quick: bool) -> list[dict]:
-    tokens = ([1, 8, 64, 256, 1024, 2048, 4096] if quick else
+    tokens = ([1, 8, 32, 128, 256, 512, 1024, 2048, 4096, 8192] if quick else
               [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
                3072, 4096, 6144, 8192])
     return [{"tokens": t} for t in tokens]
 
 
 def paged_grid(quick: bool) -> list[dict]:
-    batches = [1, 8, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    ctxs = [256, 2048, 8192] if quick else [128, 512, 1024, 2048, 4096, 8192, 16384]
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    ctxs = [128, 1024, 4096, 16384] if quick else [128, 512, 1024, 2048, 4096, 8192, 16384]
     return [{"batch": b, "ctx": c} for b, c in product(batches, ctxs) if b * c <= 1 << 20]
 
 
 def shared_grid(quick: bool) -> list[dict]:
-    batches = [1, 16, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    prefixes = [1024, 6000] if quick else [512, 1024, 2048, 4096, 8192, 16384]
-    suffixes = [128] if quick else [64, 512]
+    batches = [1, 4, 16, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    prefixes = [512, 2048, 16384] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+    suffixes = [64, 512]
     return [{"batch": b, "prefix": p, "suffix": s}
             for p, b, s in product(prefixes, batches, suffixes)]
 
 
 def prefill_grid(quick: bool) -> list[dict]:
-    news = [64, 512, 2048] if quick else [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
-    ctxs = [0, 2048] if quick else [0, 512, 1024, 2048, 6144, 12288]
+    news = ([16, 64, 256, 1024, 4096, 8192] if quick else
+            [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192])
+    ctxs = [0, 2048, 6144, 12288] if quick else [0, 512, 1024, 2048, 6144, 12288]
     pts = [{"new": n, "ctx": c, "chunks": 1} for n, c in product(news, ctxs)]
     pts += [{"new": 512, "ctx": 0, "chunks": 4}, {"new": 128, "ctx": 1024, "chunks": 8}]
     return pts
 
 
 def forward_grid(quick: bool, max_kv_tokens: int) -> list[dict]:
-    """Whole-forward batches (decode-only, prefill-only, mixed), within the KV capacity."""
+    """Whole-forward batches (decode-only, prefill-only, mixed), within the KV capacity. The
+    quick grid is a subset of the full one spanning the same extent, ordered so that its
+    held-out third reaches the corners too (long contexts, large batches, long chunks)."""
     pts: list[dict] = []
 
     def add(prefills: str = "", decodes: int = 0, decode_ctx: int = 0, prefix: int = 0) -> None:
@@ -64,22 +67,27 @@ def forward_grid(quick: bool, max_kv_tokens: int) -> list[dict]:
             pts.append({"prefills": prefills, "decodes": decodes, "decode_ctx": decode_ctx,
                         "prefix": prefix})
 
-    dec_b = [1, 16, 64] if quick else [1, 4, 8, 16, 32, 64, 128, 256]
-    dec_l = [512, 2048] if quick else [128, 512, 1024, 2048, 4096]
-    for b, ctx in product(dec_b, dec_l):
+    dec = ([(1, 128), (1, 4096), (8, 1024), (16, 512), (32, 4096), (64, 2048), (128, 128),
+            (256, 512), (128, 1024)] if quick else
+           list(product([1, 4, 8, 16, 32, 64, 128, 256], [128, 512, 1024, 2048, 4096])))
+    for b, ctx in dec:
         add(decodes=b, decode_ctx=ctx)
-    for b, p in ([(16, 2048)] if quick else [(8, 2048), (32, 6000), (64, 6000), (128, 2048)]):
+    for b, p in ([(8, 2048), (64, 6000)] if quick else
+                 [(8, 2048), (32, 6000), (64, 6000), (128, 2048)]):
         add(decodes=b, decode_ctx=p + 256, prefix=p)
-    news = [128, 1024] if quick else [32, 128, 384, 512, 1024, 1536, 2048, 3072, 4096, 6144]
+    news = [32, 1024, 512, 6144] if quick else [32, 128, 384, 512, 1024, 1536, 2048, 3072,
+                                                 4096, 6144]
     for n in news:
         add(prefills=f"{n}@0")
-    multi = (["256@0;256@0"] if quick else
+    multi = (["256@12000", "2048@0;512@512", "96@5120;96@5120;96@5120", "1024@4096",
+              "16@0;16@0;16@0;16@0"] if quick else
              ["256@0;256@0", "512@0;512@0;512@0;512@0", "512@2048", "1024@4096",
               "128@0;384@1024", "2048@0;512@512", "64@5120", "96@5120;96@5120;96@5120",
               "256@12000", "16@0;16@0;16@0;16@0"])
     for s in multi:
         add(prefills=s)
-    mixes = ([("512@0", 16, 1024)] if quick else
+    mixes = ([("64@0", 16, 512), ("4000@0", 4, 4096), ("1536@0", 128, 256),
+              ("256@1024", 32, 1024)] if quick else
              [("64@0", 16, 512), ("512@0", 8, 1024), ("512@0", 32, 2048), ("1024@0", 64, 512),
               ("2048@0", 16, 1024), ("256@1024", 32, 1024), ("1536@0", 128, 256),
               ("128@0;256@0", 64, 2048), ("4000@0", 4, 4096)])

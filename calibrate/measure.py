@@ -4,7 +4,8 @@
 
 writes ``RAW_DIR/raw.csv`` (one row per grid point, appended as it is measured, so a run cut
 short still leaves its data) and ``RAW_DIR/env.json`` (GPU, memory, library versions, date,
-grids, measured ceilings, seconds per section). It needs torch, triton and ``kernels/`` but
+grids, bandwidth and GEMM rate measured in the same run, seconds per section; with
+``--quick`` too). It needs torch, triton and ``kernels/`` but
 neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
 (or ``parrotsim calibrate --fit-from RAW_DIR``).
 """
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=["llama-7b", "llama-13b", "tiny"], required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--quick", action="store_true", help="small grids (under 2 minutes)")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer grid points over the same extent (about half the time)")
     ap.add_argument("--sections", default=",".join(grids.SECTIONS),
                     help="comma-separated subset of " + ",".join(grids.SECTIONS))
     ap.add_argument("--no-ceilings", action="store_true", help="skip the bandwidth/GEMM probe")
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         env["seconds"][name] = round(time.time() - t0, 1)
         (args.out / "env.json").write_text(json.dumps(env, indent=1))
 
-    if not args.no_ceilings and not args.quick and args.model != "tiny":
+    if not args.no_ceilings and args.model != "tiny":  # the profile records these rates
         t0 = time.time()
         try:
             env["ceilings"] = {k: round(v, 3) for k, v in

@@ -130,15 +130,27 @@ def predict(cm: CostModel, p: dict) -> float:
 
 
 def evaluate(profile: Profile, points: list[dict], split: str | None = "heldout") -> list[dict]:
-    """Per point: predicted and measured seconds and the relative error (``split`` None: all)."""
-    cm = CostModel(profile, "none")
+    """Per point: predicted and measured seconds, the relative error (``split`` None: all)
+    and ``beyond``: the axes of the profile's measured extent the point went past (empty for a
+    profile that records no extent)."""
     rows = []
     for p in points:
         if split is not None and p["split"] != split:
             continue
+        cm = CostModel(profile, "none")  # one per point: its extent notes are the point's own
         pred = predict(cm, p)
-        rows.append({**p, "predicted_s": pred, "error": pred / p["measured_s"] - 1})
+        rows.append({**p, "predicted_s": pred, "error": pred / p["measured_s"] - 1,
+                     "beyond": dict(cm.beyond)})
     return rows
+
+
+def past_extent(rows: list[dict]) -> dict[str, float]:
+    """Per axis of the extent, the largest query past it over ``rows`` (empty: none)."""
+    out: dict[str, float] = {}
+    for r in rows:
+        for axis, value in r.get("beyond", {}).items():
+            out[axis] = max(value, out.get(axis, 0))
+    return out
 
 
 def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
@@ -157,11 +169,17 @@ def report(rows: list[dict], summary: dict) -> str:
     lines = [f"{'batch':<52} {'kind':<8} {'measured ms':>11} {'predicted ms':>12} {'error':>8}"]
     for r in rows:
         lines.append(f"{describe_forward(r):<52} {r['kind']:<8} {1e3 * r['measured_s']:>11.3f} "
-                     f"{1e3 * r['predicted_s']:>12.3f} {100 * r['error']:>+7.2f}%")
+                     f"{1e3 * r['predicted_s']:>12.3f} {100 * r['error']:>+7.2f}%"
+                     + ("  * past the measured extent" if r.get("beyond") else ""))
     lines.append("")
     for kind, s in summary.items():
         lines.append(f"{kind:<8} n={s['n']:<3d} median |error| {100 * s['median']:5.2f} %   "
                      f"worst {100 * s['worst']:5.2f} %")
+    inside = [r for r in rows if not r.get("beyond")]
+    if 0 < len(inside) < len(rows):
+        s = summarize(inside)["all"]
+        lines.append(f"{'inside':<8} n={s['n']:<3d} median |error| {100 * s['median']:5.2f} %   "
+                     f"worst {100 * s['worst']:5.2f} %   (points within the measured extent)")
     return "\n".join(lines)
 
 

@@ -5,7 +5,9 @@ shared-prefix and prefill attention, whole forward passes, fixed overheads), kee
 measurements, fits the curves (``parrotsim.calibrate.fit``) and writes the profile with its held-out
 forward passes beside it. ``--fit-from RAW_DIR`` skips the GPU and fits measurements made
 earlier (``python -m parrotsim.calibrate.measure`` writes them; it needs torch but not this package's
-other dependencies).
+other dependencies). Before measuring it checks the environment (``parrotsim.calibrate.preflight``:
+the package's dependencies, torch, triton, a CUDA device with bf16) and stops with exit status 2
+naming every problem at once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-from parrotsim.calibrate import fit
+from parrotsim.calibrate import fit, preflight
 from parrotsim.calibrate import validate as val
 from parrotsim.core.errors import UsageError
 
@@ -26,7 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", choices=["llama-7b", "llama-13b", "tiny"],
                    help="model shape to measure (required unless --fit-from)")
     p.add_argument("--out", type=Path, help="profile to write (default: ./<gpu>_<model>.yaml)")
-    p.add_argument("--quick", action="store_true", help="small grids (under 2 minutes)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer grid points over the same extent (about half the time)")
     p.add_argument("--raw", type=Path, help="where to keep raw measurements "
                    "(default: <out>.raw/ beside the profile)")
     p.add_argument("--fit-from", type=Path, metavar="RAW_DIR",
@@ -45,14 +48,12 @@ def main(args: argparse.Namespace) -> int:
     if raw is None:
         if args.model is None:
             raise UsageError("calibrate: --model is required unless --fit-from is given")
-        try:
-            import torch  # the gpu extra: only measuring needs it
-        except ModuleNotFoundError:
-            raise UsageError("calibrate: measuring needs torch and a CUDA GPU; use "
-                             "--fit-from RAW_DIR to fit measurements made elsewhere") from None
-        if not torch.cuda.is_available():
-            raise UsageError("calibrate: no CUDA GPU visible")
-        from parrotsim.calibrate import measure
+        bad, found = preflight.problems()
+        if bad:
+            raise UsageError(f"calibrate: {preflight.message(bad)}; or fit measurements made "
+                             "elsewhere with --fit-from RAW_DIR")
+        print(f"environment: {found}", flush=True)
+        from parrotsim.calibrate import measure  # imports torch: the gpu extra
 
         raw = args.raw or (args.out.with_suffix(".raw") if args.out else
                            Path(f"calibrate-{args.model}.raw"))
@@ -64,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"calibrate: {raw} has no raw.csv and env.json")
     env = json.loads((raw / "env.json").read_text())
     out = args.out or Path(f"{_slug(env.get('gpu', 'gpu'))}_{env['model']}.yaml")
-    prof, points, _ = fit.build_profile(raw, out.name.removesuffix(".yaml"))
+    prof, points, _ = fit.build_profile(raw, out.name.removesuffix(".yaml"), out)
     fit.write_profile(prof, points, out)
     rows = val.evaluate(prof, points, "heldout")
     print(val.report(rows, val.summarize(rows)))

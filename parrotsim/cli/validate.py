@@ -3,18 +3,21 @@
 Reads the profile and ``<profile>.forward.csv`` beside it (written by ``parrotsim calibrate``),
 composes each held-out batch with the cost model and prints per point, and by batch kind
 (decode-only, prefill-only, mixed), the relative error against the measured time. Targets:
-median |error| <= 3 %, worst <= 10 %. It writes nothing unless asked: ``--plot FILE`` writes a
+median |error| <= 3 %, worst <= 10 %. When the profile records the extent of its calibration
+grids and some forward passes go past it (``--points`` from a larger grid), it says so once on
+stderr and marks those rows (their errors are extrapolations). It writes nothing unless asked: ``--plot FILE`` writes a
 predicted-vs-measured plot to FILE (its folders are created).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from parrotsim.calibrate import validate as val
 from parrotsim.core.errors import UsageError
-from parrotsim.sim.model.profile import load_profile, shipped_profiles
+from parrotsim.sim.model.profile import load_profile, past_extent_message, shipped_profiles
 
 
 def add_parser(sub) -> None:
@@ -48,6 +51,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{points_file}: split: no held-out forward passes (use --all for "
                          "the training points)")
     summary = val.summarize(rows)
+    beyond = val.past_extent(rows)
+    if beyond:  # once, before the table: these errors are extrapolations
+        n = sum(1 for r in rows if r["beyond"])
+        print(f"warning: {n} of {len(rows)} forward passes: {past_extent_message(prof, beyond)}",
+              file=sys.stderr)
     print(f"{prof.name} ({prof.source}, {prof.gpu.name}, {prof.model.name}): "
           f"{'all' if args.all else 'held-out'} forward passes")
     print(val.report(rows, summary))

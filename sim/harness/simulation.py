@@ -4,13 +4,16 @@ Randomness comes from one ``numpy.random.SeedSequence(seed)`` spawned into indep
 (workload, network), so two policies compared under the same seed see the same apps and the
 same round trips (common random numbers). The run ends when every foreground app has received
 its final outputs. It never hangs: a workload without apps is an error, and a run that runs
-out of events before its apps finished raises :class:`StalledRun`.
+out of events before its apps finished raises :class:`StalledRun`. A run whose iterations went
+past the extent its profile's calibration measured (``Profile.calibration.extent``) ends with
+one :class:`~parrotsim.sim.model.profile.ExtrapolationWarning` naming the axes and how far.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 
@@ -31,7 +34,12 @@ from parrotsim.sim.model.metrics import RunResult
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.parrot_client import ParrotClient
 from parrotsim.sim.model.prefix_cache import PrefixCache
-from parrotsim.sim.model.profile import Profile, load_profile
+from parrotsim.sim.model.profile import (
+    ExtrapolationWarning,
+    Profile,
+    load_profile,
+    past_extent_message,
+)
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, validate_apps
 
@@ -157,7 +165,18 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     result = run_result(apps, finished, client.requests, engines,
                         profile.model.kv_bytes_per_token * cfg.cluster.block_size, env.now)
     result.events = next(env._eid)  # SimPy's event counter
+    _warn_past_extent(profile, engines)
     return result
+
+
+def _warn_past_extent(profile: Profile, engines: list[Engine]) -> None:
+    """One warning per run when its iterations went past the profile's measured extent."""
+    beyond: dict[str, float] = {}
+    for engine in engines:
+        for axis, value in engine.cost.beyond.items():
+            beyond[axis] = max(value, beyond.get(axis, 0))
+    if beyond:
+        warnings.warn(past_extent_message(profile, beyond), ExtrapolationWarning, stacklevel=3)
 
 
 def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:

@@ -25,7 +25,10 @@ by the shared kernel; with the paged kernel every sequence reads its whole conte
 Curves are interpolated linearly between measured points and extended linearly past the ends
 (the paged grid: linearly past its contexts, log-log past its largest sequence count);
 every evaluation past the measured range is counted in :attr:`CostModel.extrapolated`, which
-runs report, so extrapolation is never silent.
+runs report, so extrapolation is never silent. When the profile records the extent of its
+calibration grids, :attr:`CostModel.beyond` also keeps, per axis of that extent, the largest
+query past it (noted only where a curve extrapolates: no cost on in-range iterations); the
+harness and ``parrotsim validate`` warn with it.
 
 ``decode_stretch`` describes ``k`` consecutive decode-only iterations (each step every sequence
 reads one more token) whose total length has a closed form, so the engine can fast-forward
@@ -78,10 +81,28 @@ class CostModel:
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
         self.extrapolated = 0
+        calibration = profile.calibration
+        self._extent = calibration.extent if calibration is not None else None
+        self._shared_hi = (self._shared.x[-1], self._shared.y[-1])
+        #: axis of the profile's measured extent -> the largest query past it this model saw
+        self.beyond: dict[str, float] = {}
 
-    def _count(self, interp: Interp, x: float) -> None:
+    def _count(self, interp: Interp, x: float, axis: str | None = None) -> None:
         if x < interp.lo or x > interp.hi:
             self.extrapolated += 1
+            if axis is not None:
+                self._past(axis, x)
+
+    def _past(self, axis: str, value: float) -> None:
+        """Note ``value`` on ``axis`` of the profile's extent if it lies past it."""
+        ext = self._extent
+        if ext is not None and value > getattr(ext, axis) and value > self.beyond.get(axis, 0):
+            self.beyond[axis] = value
+
+    def _past_paged(self, n_seqs: int, kv_tokens: float) -> None:
+        if n_seqs > 0:
+            self._past("decode_batch", n_seqs)
+            self._past("decode_context", kv_tokens / n_seqs)
 
     def _decode_row(self, n_seqs: int) -> tuple[Interp, float, bool]:
         lin = self._linear
@@ -97,14 +118,20 @@ class CostModel:
             interp = self._decode_rows[n_seqs][0]
         except KeyError:
             interp = self._decode_row(n_seqs)[0]
-        self._count(interp, kv_tokens)
+        if kv_tokens < interp.lo or kv_tokens > interp.hi:
+            self.extrapolated += 1
+            self._past_paged(n_seqs, kv_tokens)
         return interp.scalar(kv_tokens)
 
     def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
         """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
         total = 0.0
+        hi_prefix, hi_batch = self._shared_hi
         for prefix, n in groups:
             total += bilinear(self._shared, prefix, n)
+            if prefix > hi_prefix or n > hi_batch:
+                self._past("shared_prefix", prefix)
+                self._past("shared_batch", n)
         return total
 
     def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
@@ -135,6 +162,8 @@ class CostModel:
             for n, ctx in chunks:
                 if not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1]):
                     self.extrapolated += 1
+                    self._past("prefill_chunk_tokens", n)
+                    self._past("prefill_context", ctx)
                 t = max(t, bilinear(g, n, ctx, extend_y=True))
         return t
 
@@ -154,7 +183,7 @@ class CostModel:
         for seq, n in batch.prefills:
             tokens += n
             chunks.append((n, seq.kv_tokens - n))
-        self._count(self._linear, tokens)
+        self._count(self._linear, tokens, "batch_tokens")
         t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(chunks)
         if decodes:
             t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
@@ -173,11 +202,13 @@ class CostModel:
             paged, base, linear_extrapolated = self._decode_row(n_seqs)
         if linear_extrapolated:
             self.extrapolated += 1
+            self._past("batch_tokens", n_seqs)
         if kv_tokens < paged.lo or kv_tokens > paged.hi:
             self.extrapolated += 1
+            self._past_paged(n_seqs, kv_tokens)
         if shared:
             base += self.shared_prefix_time(shared)
-        return DecodeStretch(self, base, kv_tokens, kv_growth, paged)
+        return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs)
 
     def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                      shared: list[SharedGroup], steps: int) -> np.ndarray:
@@ -196,11 +227,12 @@ class DecodeStretch:
     single steps up to float rounding (< 1 ns).
     """
 
-    __slots__ = ("cm", "base", "kv0", "growth", "paged", "first", "_a0", "_b0", "_n0")
+    __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "first", "_a0", "_b0", "_n0")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
-                 paged: Interp) -> None:
+                 paged: Interp, n_seqs: int = 0) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
+        self.n_seqs = n_seqs
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
         xs, ys, last = paged.xs, paged.ys, paged.last
@@ -228,6 +260,7 @@ class DecodeStretch:
         last_kv = self.kv0 + self.growth * (steps - 1)
         if last_kv > interp.hi or last_kv < interp.lo:
             self.cm.extrapolated += 1
+            self.cm._past_paged(self.n_seqs, last_kv)
         if steps <= self._n0:
             return steps * self._a0 + self._b0 * (steps - 1) * steps / 2
         return self._segments(steps)

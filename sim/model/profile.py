@@ -12,6 +12,10 @@ fitted curves, all in seconds for the *whole model* (every layer) of one engine:
   optionally ``prefill_attention_grid``: one chunk alone vs (new tokens, context tokens), a floor;
 * ``iteration_overhead_s`` and per-runtime overheads (scheduler, sampling, Python) per iteration.
 
+Profiles written by ``parrotsim calibrate`` also carry a ``calibration`` block (optional):
+the extent of the measured grids, past which the curves are extrapolated (:class:`Extent`),
+and the bandwidth and GEMM rate measured in the same run.
+
 :func:`load_profile` rejects a malformed file with a :class:`ProfileError` naming the file and
 the field: every number must be finite, and every iteration the profile can cost must take a
 positive time (:mod:`parrotsim.sim.model.profile_checks`). Shipped profiles live in
@@ -166,6 +170,49 @@ class Runtime(StrictConfig):
     prefill_launch_floor_s: float = Field(default=0.0, ge=0)
 
 
+class Extent(StrictConfig):
+    """The largest quantities a calibration measured, per axis of its grids (whole numbers of
+    tokens or sequences). The curves are fitted on these grids, so a query past one of them is
+    an extrapolation: :class:`parrotsim.sim.model.costmodel.CostModel` notes it
+    (``CostModel.beyond``) and runs and ``parrotsim validate`` warn about it."""
+
+    batch_tokens: int = Field(gt=0)  #: tokens through the linear layers in one iteration
+    prefill_chunk_tokens: int = Field(gt=0)  #: new tokens of one prompt chunk
+    prefill_context: int = Field(ge=0)  #: tokens cached before a prompt chunk
+    decode_batch: int = Field(gt=0)  #: decoding sequences of the paged kernel
+    decode_context: int = Field(gt=0)  #: KV tokens per decoding sequence
+    shared_prefix: int = Field(gt=0)  #: prefix tokens of the shared-prefix kernel
+    shared_batch: int = Field(gt=0)  #: sequences sharing one prefix
+
+
+class Calibration(StrictConfig):
+    """What a calibration run measured besides the curves (optional: written by ``parrotsim
+    calibrate`` since issue 18; older and projected profiles have none). The ``gpu`` block
+    keeps the datasheet figures (projection to other GPUs takes ratios of those); the rates
+    here were measured in the same run, on the same device."""
+
+    extent: Extent | None = None
+    #: best streaming-read bandwidth (TB/s) of the run's probe
+    stream_read_tb_s: float | None = Field(default=None, gt=0)
+    #: bf16 GEMM rate (TFLOP/s, 8192^3 cuBLAS) of the run's probe
+    gemm_bf16_tflops: float | None = Field(default=None, gt=0)
+
+
+class ExtrapolationWarning(UserWarning):
+    """A run or a validation queried a profile past the extent of its calibration grids."""
+
+
+def past_extent_message(profile: Profile, beyond: dict[str, float]) -> str:
+    """One line naming each axis of ``profile``'s extent that ``beyond`` (axis -> largest
+    query past it, as :attr:`CostModel.beyond <parrotsim.sim.model.costmodel.CostModel>`
+    keeps it) went past, and how far."""
+    ext = profile.calibration.extent if profile.calibration else None
+    parts = [f"{axis} {value:,.0f} (measured up to {getattr(ext, axis, float('nan')):,})"
+             for axis, value in sorted(beyond.items())]
+    return (f"profile {profile.name}: queried past the extent of its calibration grids, so "
+            f"these times are extrapolated: {'; '.join(parts)}")
+
+
 class Profile(StrictConfig):
     """A cost profile (see module docstring)."""
 
@@ -184,6 +231,8 @@ class Profile(StrictConfig):
     activation_reserve_gib: float = Field(default=2.0, ge=0)
     curves: Curves
     runtimes: dict[str, Runtime] = {}
+    #: optional (schema 1 compatible): the calibration run's grid extent and measured rates
+    calibration: Calibration | None = None
 
     @field_validator("schema_version")
     @classmethod
@@ -281,5 +330,16 @@ def dump_profile(profile: Profile, path: Path) -> None:
     y.width = 120
     tmp = path.with_suffix(".tmp")
     with tmp.open("w") as f:
-        y.dump(profile.model_dump(mode="json"), f)
+        y.dump(_plain(profile), f)
     tmp.replace(path)
+
+
+def _plain(profile: Profile) -> dict:
+    """The profile as YAML-ready data; an absent optional ``calibration`` block (and its
+    unmeasured fields) is left out, so profiles without one are written as before."""
+    data = profile.model_dump(mode="json")
+    if data["calibration"] is None:
+        del data["calibration"]
+    else:
+        data["calibration"] = {k: v for k, v in data["calibration"].items() if v is not None}
+    return data
