@@ -176,7 +176,7 @@ def _warn_past_extent(profile: Profile, engines: list[Engine]) -> None:
         for axis, value in engine.cost.beyond.items():
             beyond[axis] = max(value, beyond.get(axis, 0))
     if beyond:
-        warnings.warn(past_extent_message(profile, beyond), ExtrapolationWarning, stacklevel=3)
+        warnings.warn(past_extent_message(profile, beyond), ExtrapolationWarning, stacklevel=4)
 
 
 def sharing_sequence(info: CallInfo, engine: Engine) -> Sequence:
