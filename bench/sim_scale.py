@@ -1,0 +1,154 @@
+"""Simulator scale: cost per call as engines, calls and policies grow, and where the time goes.
+
+Two families of configurations, each run in a fresh subprocess (so peak RSS is its own):
+
+* ``chat``: ShareGPT-like chats, Poisson arrivals at ``engines * 100 / 64`` req/s (the load of
+  ``bench/sim_speed.py``'s 64-engine case per engine), least-queue + vLLM, for engines in
+  ``--engines`` x calls in ``--calls``;
+* ``gpts``: Fig 17's GPTs apps (A6000, LLaMA-7B) at ``engines * 200 / 256`` req/s, Fig 17's
+  ``parrot`` variant (Parrot client, prefix-affinity scheduler, Parrot engines, shared-prefix
+  kernel) against its ``baseline_vllm`` (least-queue + vLLM) on the same arrivals, for engines
+  in ``--gpts-engines`` and ``--gpts-calls`` requests.
+
+    python bench/sim_scale.py [--engines 8,64,256,1024] [--calls 1e4,1e5,1e6]
+                              [--gpts-engines 64,256] [--gpts-calls 4000] [--only chat|gpts]
+
+The default is a subset that runs in about two minutes on one core: every engine count at 1e4
+calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints one line per run: calls,
+calls/s and us per call over the whole run as a user sees it (build apps + set-up + event
+loop + tables), SimPy events per call, the time of each phase, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import simpy
+
+from parrotsim.sim.harness import simulation
+from parrotsim.sim.harness.config import RunConfig
+
+CHAT_RATE_PER_ENGINE = 100 / 64
+GPTS_RATE_PER_ENGINE = 200 / 256
+GPTS_VARIANTS = {
+    "parrot": {
+        "client": {"kind": "parrot"},
+        "cluster": {"prefix_cache": True, "prefix_ttl_s": 600, "kernel": "shared_prefix",
+                    "engine": {"policy": "parrot", "max_batch_size": 256,
+                               "max_num_batched_tokens": 8000, "num_kv_cache_blocks": 3000},
+                    "scheduler": {"policy": "parrot", "ctx_aware": True,
+                                  "max_requests_per_engine": 128}}},
+    "least_queue_vllm": {
+        "cluster": {"engine": {"policy": "vllm", "capacity_tokens": 30000,
+                               "max_num_batched_tokens": 8000, "request_tracking": True}}},
+}
+
+
+def chat_config(engines: int, calls: int) -> dict:
+    return {"workload": {"kind": "sharegpt", "num_requests": calls,
+                         "rate": engines * CHAT_RATE_PER_ENGINE},
+            "cluster": {"engines": engines, "engine": {"policy": "vllm"}}}
+
+
+def gpts_config(engines: int, calls: int, variant: str) -> dict:
+    raw = {"workload": {"kind": "gpts", "num_requests": calls,
+                        "rate": engines * GPTS_RATE_PER_ENGINE},
+           "cluster": {"engines": engines, "profile": "a6000_llama-7b"}}
+    extra = GPTS_VARIANTS[variant]
+    raw["cluster"].update(extra["cluster"])
+    if "client" in extra:
+        raw["client"] = extra["client"]
+    return raw
+
+
+def run_one(raw: dict) -> dict:
+    """Simulate one config in this process, timing its phases (build apps, set-up, event
+    loop, tables); the set-up is what the run takes beyond the other three."""
+    phases = {"loop": 0.0, "tables": 0.0}
+    env_run, run_result = simpy.Environment.run, simulation.run_result
+
+    def timed_run(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return env_run(self, *args, **kwargs)
+        finally:
+            phases["loop"] += time.perf_counter() - start
+
+    def timed_tables(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return run_result(*args, **kwargs)
+        finally:
+            phases["tables"] += time.perf_counter() - start
+
+    simpy.Environment.run = timed_run
+    simulation.run_result = timed_tables
+    cfg = RunConfig.model_validate(raw)
+    start = time.perf_counter()
+    apps = simulation.build_apps(cfg)
+    built = time.perf_counter()
+    result = simulation.simulate(cfg, apps=apps, validate=False)  # build_apps validated them
+    end = time.perf_counter()
+    phases["build"] = built - start
+    phases["setup"] = (end - built) - phases["loop"] - phases["tables"]
+    calls = int(result.summary["calls"])
+    return {"calls": calls, "events": result.events, "wall_s": end - start,
+            "mean_jct": float(result.summary["mean_jct"]), **phases,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def in_subprocess(raw: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", json.dumps(raw)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def report(name: str, row: dict) -> None:
+    calls, wall = row["calls"], row["wall_s"]
+    print(f"{name:34s} calls={calls:8d} {calls / wall:8.0f} calls/s {1e6 * wall / calls:7.1f} "
+          f"us/call {row['events'] / calls:5.1f} ev/call | build {row['build']:6.2f} "
+          f"setup {row['setup']:6.2f} loop {row['loop']:7.2f} tables {row['tables']:6.2f} s | "
+          f"peak {row['peak_rss_mb']:6.0f} MB", flush=True)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(float(x)) for x in text.split(",") if x]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", type=_ints, default=None,
+                    help="chat engine counts (default 8,64,256,1024)")
+    ap.add_argument("--calls", type=_ints, default=None,
+                    help="chat call counts (default 1e4, plus 1e5 on 8, 64, 1024 engines)")
+    ap.add_argument("--gpts-engines", type=_ints, default=[64, 256])
+    ap.add_argument("--gpts-calls", type=int, default=4000)
+    ap.add_argument("--only", choices=("chat", "gpts"), default=None)
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # a config's JSON: run it here
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(json.loads(args.one))))
+        return
+    if args.only != "gpts":
+        if args.engines is None and args.calls is None:
+            grid = ([(e, 10_000) for e in (8, 64, 256, 1024)]
+                    + [(e, 100_000) for e in (8, 64, 1024)])
+        else:
+            grid = [(e, c) for c in (args.calls or [10_000])
+                    for e in (args.engines or [8, 64, 256, 1024])]
+        for engines, calls in grid:
+            report(f"chat {calls} on {engines}", in_subprocess(chat_config(engines, calls)))
+    if args.only != "chat":
+        for engines in args.gpts_engines:
+            for variant in GPTS_VARIANTS:
+                report(f"gpts {variant} {args.gpts_calls} on {engines}",
+                       in_subprocess(gpts_config(engines, args.gpts_calls, variant)))
+
+
+if __name__ == "__main__":
+    main()
