@@ -16,7 +16,7 @@ Two families of configurations, each run in a fresh subprocess (so peak RSS is i
 The default is a subset that runs in about two minutes on one core: every engine count at 1e4
 calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints one line per run: calls,
 calls/s and us per call over the whole run as a user sees it (build apps + set-up + event
-loop + tables), SimPy events per call, the time of each phase, and the process's peak RSS.
+loop + tables; wall clock, and the process's CPU time, steadier on a shared machine), SimPy events per call, the time of each phase, and the process's peak RSS.
 """
 
 from __future__ import annotations
@@ -89,15 +89,17 @@ def run_one(raw: dict) -> dict:
     simpy.Environment.run = timed_run
     simulation.run_result = timed_tables
     cfg = RunConfig.model_validate(raw)
+    cpu = time.process_time()
     start = time.perf_counter()
     apps = simulation.build_apps(cfg)
     built = time.perf_counter()
     result = simulation.simulate(cfg, apps=apps, validate=False)  # build_apps validated them
     end = time.perf_counter()
+    cpu = time.process_time() - cpu
     phases["build"] = built - start
     phases["setup"] = (end - built) - phases["loop"] - phases["tables"]
     calls = int(result.summary["calls"])
-    return {"calls": calls, "events": result.events, "wall_s": end - start,
+    return {"calls": calls, "events": result.events, "wall_s": end - start, "cpu_s": cpu,
             "mean_jct": float(result.summary["mean_jct"]), **phases,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -111,7 +113,7 @@ def in_subprocess(raw: dict) -> dict:
 def report(name: str, row: dict) -> None:
     calls, wall = row["calls"], row["wall_s"]
     print(f"{name:34s} calls={calls:8d} {calls / wall:8.0f} calls/s {1e6 * wall / calls:7.1f} "
-          f"us/call {row['events'] / calls:5.1f} ev/call | build {row['build']:6.2f} "
+          f"us/call (cpu {1e6 * row['cpu_s'] / calls:7.1f}) {row['events'] / calls:5.1f} ev/call | build {row['build']:6.2f} "
           f"setup {row['setup']:6.2f} loop {row['loop']:7.2f} tables {row['tables']:6.2f} s | "
           f"peak {row['peak_rss_mb']:6.0f} MB", flush=True)
 
