@@ -36,6 +36,8 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -48,7 +50,11 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
+from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
+
+_ARRIVAL_ORDER = attrgetter("arrived", "uid")
+_APP_ORDER = attrgetter("order")
 
 
 @register_engine_policy
@@ -101,10 +107,10 @@ class ParrotEnginePolicy(EnginePolicy):
         self._unstable = False  # the last iteration held back for memory or preempted
 
     # ---- helpers -------------------------------------------------------------------------
-    def _key(self, seq: Sequence) -> tuple:
-        if self.cfg.scheduler == "fifo_v2":
-            return seq.order
-        return (seq.arrived, seq.uid)
+    @property
+    def _key(self) -> Callable[[Sequence], tuple]:
+        """Running order: (arrival at the engine, uid), or ``Sequence.order`` for fifo_v2."""
+        return _APP_ORDER if self.cfg.scheduler == "fifo_v2" else _ARRIVAL_ORDER
 
     def _fill_tokens(self, seq: Sequence) -> int:
         """Tokens of the sequence's next Fill job: the rest of its prompt, up to the chunk size
@@ -142,45 +148,70 @@ class ParrotEnginePolicy(EnginePolicy):
             self._parked.discard(s.uid)
         state.waiting.extend(ready)
 
-    def _admit(self, state: EngineState, dry: bool = False) -> list[tuple[Sequence, int]]:
-        """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate)."""
+    def _admit(self, state: EngineState, dry: bool = False,
+               expected: set[int] | None = None) -> list[tuple[Sequence, int]]:
+        """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate). A
+        ``dry`` run changes nothing; given ``expected`` uids it stops at the first admitted job
+        outside them (the caller only asks whether the admitted set is exactly ``expected``).
+
+        One pass over the waiting queue with the per-job tests inlined (:func:`_ready`,
+        :meth:`_fill_tokens`, :meth:`_fill_blocks`): a held-back batch leaves a long queue that
+        every iteration walks."""
         cfg = self.cfg
+        max_batch, max_tokens, chunk = (cfg.max_batch_size, cfg.max_num_batched_tokens,
+                                        cfg.fill_chunk_size)
         jobs = batched = len(state.running)
-        free = state.kv.free_blocks
+        kv = state.kv
+        free, bs = kv.free_blocks, kv.block_size
         fills_blocked = False
         out: list[tuple[Sequence, int]] = []
         for s in state.waiting:
-            if not _ready(s):
+            ctx = s.ctx
+            if ctx is None and (s.waiting_inputs or (
+                    s.prefix_ctx is not None and not getattr(s.prefix_ctx, "ready", True))):
                 if not dry:
                     self._parked.add(s.uid)
                 continue
-            n = self._fill_tokens(s) if s.to_fill > 0 else 0
-            if jobs + 1 > cfg.max_batch_size or (
-                    jobs and batched + max(n, 1) > cfg.max_num_batched_tokens):
+            n = s.fill_target - s.filled
+            if n > 0:
+                if s.fill_breaks:
+                    n = self._fill_tokens(s)
+                elif chunk is not None and chunk < n:
+                    n = chunk
+            else:
+                n = 0
+            if jobs >= max_batch or (jobs and batched + (n or 1) > max_tokens):
                 break
             if n:
-                need = self._fill_blocks(state, s, n)
-                if fills_blocked or need > free:
-                    if not dry and not fills_blocked:
+                if fills_blocked:
+                    continue
+                need = -(-n // bs) if ctx is None else -(-(ctx.tokens + n) // bs) - ctx.blocks
+                if need > free:
+                    if not dry:
                         self.memory_stalls += 1
                     fills_blocked = True
                     continue
                 free -= need
             out.append((s, n))
             jobs += 1
-            batched += max(n, 1)
+            batched += n or 1
+            if expected is not None and s.uid not in expected:
+                break
         return out
 
     def _take(self, state: EngineState, jobs: list[tuple[Sequence, int]]) -> None:
-        taken = {s.uid for s, _ in jobs}
+        """Move admitted jobs (in queue order) from the waiting queue to ``running``."""
         waiting = state.waiting
-        while waiting and taken and waiting[0].uid in taken:  # usually a prefix of the queue
-            taken.discard(waiting.popleft().uid)
-        if taken:
-            kept = [s for s in waiting if s.uid not in taken]
+        k = len(jobs)
+        if k and waiting[k - 1] is jobs[-1][0]:  # k queue entries in order, the last at k - 1:
+            for _ in range(k):                   # they are the head of the queue
+                waiting.popleft()
+        elif k:
+            taken = {id(s) for s, _ in jobs}
+            kept = [s for s in waiting if id(s) not in taken]
             waiting.clear()
             waiting.extend(kept)
-        state.running.extend(s for s, _ in jobs)
+        state.running.extend([s for s, _ in jobs])
 
     # ---- scheduling ----------------------------------------------------------------------
     def schedule(self, state: EngineState) -> Batch:
@@ -196,45 +227,70 @@ class ParrotEnginePolicy(EnginePolicy):
         self._take(state, jobs)
         state.running.sort(key=self._key)
         limit = self.cfg.max_total_tokens
-        total, survivors, held = 0, [], []
-        for s in state.running:
-            c = s.kv_tokens
-            if held or (limit is not None and survivors and total + c > limit):
-                held.append(s)
-            else:
-                survivors.append(s)
-                total += c
+        survivors, held = state.running, []
+        if limit is not None:
+            total, survivors = 0, []
+            for s in state.running:
+                c = s.kv_tokens
+                if held or (survivors and total + c > limit):
+                    held.append(s)
+                else:
+                    survivors.append(s)
+                    total += c
         kv = state.kv
         prefills = []
-        for s in survivors:
-            if s.uid in fill_n:
-                s.allocate(kv, fill_n[s.uid])
-                prefills.append((s, fill_n[s.uid]))
-        decodes, short = [], []
-        for s in survivors:
-            if s.uid in fill_n:
-                continue
-            if s.ctx is None:  # a fork whose whole prompt is cached
-                s.ctx = kv.create(s.prefix_ctx)
-            if kv.can_grow(s.ctx, 1):
-                kv.grow(s.ctx, 1)
-                decodes.append(s)
-            else:
-                short.append(s)
+        if fill_n:
+            for s in survivors:
+                if s.uid in fill_n:
+                    s.allocate(kv, fill_n[s.uid])
+                    prefills.append((s, fill_n[s.uid]))
+        decodes, short = self._grow_decodes(kv, survivors, fill_n)
         self._unstable = bool(short) or any(s.uid in fill_n for s in held)
         if short:
             self.memory_stalls += 1
-        if not prefills and not decodes:  # stuck for memory: free some, run the oldest job
+        stuck = not prefills and not decodes
+        if stuck:  # stuck for memory: free some, run the oldest job
             cands = [s for s in (*state.running, *state.waiting) if _ready(s)]
             if cands:
                 self._unstable = True
                 prefills, decodes = self._unstick(state, min(cands, key=self._key), fill_n)
-        ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
-        back = [s for s in state.running if id(s) not in ran]
-        state.running = [s for s in state.running if id(s) in ran]
-        state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
+        if held or short or stuck:  # every survivor ran otherwise: running stays as sorted
+            ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
+            back = [s for s in state.running if id(s) not in ran]
+            state.running = [s for s in state.running if id(s) in ran]
+            state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
         self._held = {s.uid for s in held}
         return Batch(prefills=prefills, decodes=decodes)
+
+    @staticmethod
+    def _grow_decodes(kv: KVCache, survivors: list[Sequence], fill_n: dict[int, int]
+                      ) -> tuple[list[Sequence], list[Sequence]]:
+        """Give each surviving Generate job the slot of its next token, in order (a fork whose
+        whole prompt is cached gets its context first): (those that got one, those short of
+        a block). ``kv.can_grow`` and ``kv.grow`` by one token, inlined."""
+        bs, num = kv.block_size, kv.num_blocks
+        used = peak = kv.used_blocks
+        decodes, short = [], []
+        for s in survivors:
+            if fill_n and s.uid in fill_n:
+                continue
+            ctx = s.ctx
+            if ctx is None:
+                ctx = s.ctx = kv.create(s.prefix_ctx)
+            need = -(-(ctx.tokens + 1) // bs) - ctx.blocks
+            if need <= num - used:
+                ctx.tokens += 1
+                ctx.blocks += need
+                used += need
+                if used > peak:
+                    peak = used
+                decodes.append(s)
+            else:
+                short.append(s)
+        kv.used_blocks = used
+        if peak > kv.peak_blocks:
+            kv.peak_blocks = peak
+        return decodes, short
 
     def _prefill_only(self, state: EngineState) -> Batch | None:
         """tgi: Fills from the waiting queue in order; running Generates go back to the head."""
@@ -305,10 +361,11 @@ class ParrotEnginePolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes or self._unstable:
             return 1
-        if {s.uid for s, _ in self._admit(state, dry=True)} != self._held:
+        admitted = self._admit(state, dry=True, expected=self._held)
+        if len(admitted) != len(self._held) or any(s.uid not in self._held for s, _ in admitted):
             return 1  # the next iteration would admit other jobs
         decodes = batch.decodes
-        steps = min(s.remaining for s in decodes)
+        steps = min([s.output_len - s.generated for s in decodes])
         limit = self.cfg.max_total_tokens
         if limit is not None and len(decodes) > 1:
             before = sum(s.kv_tokens - 1 for s in decodes)  # the lengths this walk used
