@@ -30,7 +30,7 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
-from parrotsim.sim.model.sequence import Batch, Sequence
+from parrotsim.sim.model.sequence import Batch, Sequence, append_token_each
 
 #: (seconds per prompt, seconds per prompt token) of decoding the prompts of a prefill batch
 REQUEST_TRACKING_S = (667e-6, 4.44e-6)
@@ -70,6 +70,9 @@ class VllmPolicy(EnginePolicy):
     def __init__(self, cfg: VllmConfig) -> None:
         self.cfg = cfg
         self._unsorted = False  # a re-admitted preempted sequence broke the FCFS order
+        # the decode list last returned and the fewest tokens any of its sequences had left
+        self._decoded: list[Sequence] | None = None
+        self._horizon = 0
 
     def accept(self, seq: Sequence) -> None:
         prompt = truncated_prompt(seq.prompt_len, seq.output_len, self.cfg.capacity_tokens)
@@ -84,6 +87,7 @@ class VllmPolicy(EnginePolicy):
                 + per_token * sum([seq.prompt_len for seq, _ in batch.prefills]))
 
     def schedule(self, state: EngineState) -> Batch:
+        self._decoded = None
         if not state.waiting:
             return Batch(decodes=self._decode(state))
         kv, cfg = state.kv, self.cfg
@@ -121,8 +125,10 @@ class VllmPolicy(EnginePolicy):
         # Each sequence is checked for one free block before it appends its token, and only
         # those whose last block is full take one: if a block is still free after all of them
         # appended, no check failed and nobody is preempted.
-        if kv.grow_each_keeping([s.ctx for s in seqs], 1, keep_free=1):
-            return seqs.copy()
+        horizon = append_token_each(kv, seqs, keep_free=1)
+        if horizon is not None:
+            self._decoded, self._horizon = seqs.copy(), horizon
+            return self._decoded
         queue = list(state.running)
         running: list[Sequence] = []
         while queue:
@@ -142,7 +148,10 @@ class VllmPolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
-        horizon = min([s.output_len - s.generated for s in batch.decodes])
+        if batch.decodes is self._decoded:  # found by the pass that allocated the step
+            horizon = self._horizon
+        else:
+            horizon = min([s.output_len - s.generated for s in batch.decodes])
         return steps_within_blocks(batch.decodes, state.kv.free_blocks, state.kv.block_size,
                                    horizon)
 

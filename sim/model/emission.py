@@ -45,15 +45,32 @@ def end_decode_stretch(kv: KVCache, batch: Batch, steps: int, first_end: float, 
     already allocated by the policy; the others grow every context here), the first ending at
     ``first_end`` and the last at ``end``; sequences finish after all have emitted."""
     decodes = batch.decodes
-    if steps > 1:
-        kv.grow_each([s.ctx for s in decodes], steps - 1)
+    extra = steps - 1
+    bs = kv.block_size
+    if extra and kv.used_blocks + len(decodes) * -(-extra // bs) > kv.num_blocks:
+        kv.grow_each([s.ctx for s in decodes], extra)  # tight: checked first (raises if short)
+        extra = 0
+    # One pass: grow each context by the stretch's other steps (the bound above shows the
+    # blocks suffice), stamp first tokens, count generated tokens.
+    used = kv.used_blocks
     done = []
     for seq in decodes:
+        if extra:
+            ctx = seq.ctx
+            n = ctx.tokens + extra
+            ctx.tokens = n
+            need = -(-n // bs)
+            used += need - ctx.blocks
+            ctx.blocks = need
         if seq.first_token < 0:
             seq.first_token = first_end
         seq.generated += steps
         if seq.generated >= seq.output_len:
             done.append(seq)
+    if used != kv.used_blocks:
+        kv.used_blocks = used
+        if used > kv.peak_blocks:
+            kv.peak_blocks = used
     for seq in done:
         finish(seq, end)
 

@@ -106,6 +106,36 @@ class Sequence:
                 f"filled={self.filled}, gen={self.generated}/{self.output_len})")
 
 
+def append_token_each(kv: KVCache, seqs: list[Sequence], keep_free: int) -> int | None:
+    """Give every sequence (each holding a context) the slot of its next output token, if that
+    leaves at least ``keep_free`` blocks free: the batched form of ``allocate(kv, 1)`` a decode
+    step does, in one pass. Returns the fewest output tokens any of them still has to generate
+    (counting the one allocated), or None, changing nothing, when the blocks do not suffice."""
+    bs = kv.block_size
+    used = kv.used_blocks
+    horizon = None
+    for seq in seqs:  # optimistic: grow, and undo in the rare case the pool runs short
+        ctx = seq.ctx
+        n = ctx.tokens + 1
+        ctx.tokens = n
+        need = -(-n // bs)
+        used += need - ctx.blocks
+        ctx.blocks = need
+        left = seq.output_len - seq.generated
+        if horizon is None or left < horizon:
+            horizon = left
+    if used <= kv.num_blocks - keep_free:
+        kv.used_blocks = used
+        if used > kv.peak_blocks:
+            kv.peak_blocks = used
+        return horizon
+    for seq in seqs:
+        ctx = seq.ctx
+        ctx.tokens -= 1
+        ctx.blocks = -(-ctx.tokens // bs)
+    return None
+
+
 @dataclass(slots=True)
 class Batch:
     """What one iteration runs: prompt chunks to fill and sequences that decode one token."""
