@@ -1,6 +1,6 @@
 """Simulator scale: cost per call as engines, calls and policies grow, and where the time goes.
 
-Two families of configurations, each run in a fresh subprocess (so peak RSS is its own):
+Three families of configurations, each run in a fresh subprocess (so peak RSS is its own):
 
 * ``chat``: ShareGPT-like chats, Poisson arrivals at ``engines * 100 / 64`` req/s (the load of
   ``bench/sim_speed.py``'s 64-engine case per engine), least-queue + vLLM, for engines in
@@ -8,15 +8,20 @@ Two families of configurations, each run in a fresh subprocess (so peak RSS is i
 * ``gpts``: Fig 17's GPTs apps (A6000, LLaMA-7B) at ``engines * 200 / 256`` req/s, Fig 17's
   ``parrot`` variant (Parrot client, prefix-affinity scheduler, Parrot engines, shared-prefix
   kernel) against its ``baseline_vllm`` (least-queue + vLLM) on the same arrivals, for engines
-  in ``--gpts-engines`` and ``--gpts-calls`` requests.
+  in ``--gpts-engines`` and ``--gpts-calls`` requests;
+* ``batch``: cost per SimPy event as the batch grows: ``--batch-calls`` chats at 100 req/s on
+  8 engines (overloaded: batches of ~80, a full KV cache, preemptions) and on 64 (batches ~8).
 
     python bench/sim_scale.py [--engines 8,64,256,1024] [--calls 1e4,1e5,1e6]
-                              [--gpts-engines 64,256] [--gpts-calls 4000] [--only chat|gpts]
+                              [--gpts-engines 64,256] [--gpts-calls 4000]
+                              [--batch-calls 20000] [--only chat|gpts|batch]
 
-The default is a subset that runs in about two minutes on one core: every engine count at 1e4
-calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints one line per run: calls,
-calls/s and us per call over the whole run as a user sees it (build apps + set-up + event
-loop + tables; wall clock, and the process's CPU time, steadier on a shared machine), SimPy events per call, the time of each phase, and the process's peak RSS.
+The default runs in a few minutes on one core: the batch pair, every engine count at 1e4
+calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints one line per
+run: calls, calls/s and us per call over the whole run as a user sees it (build apps + set-up
++ event loop + tables; wall clock, and the process's CPU time, steadier on a shared machine),
+SimPy events per call, CPU us per event and the mean batch (sequences per iteration), the time
+of each phase, and the process's peak RSS.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from parrotsim.sim.harness.config import RunConfig
 
 CHAT_RATE_PER_ENGINE = 100 / 64
 GPTS_RATE_PER_ENGINE = 200 / 256
+BATCH_RATE = 100.0  # req/s: batches of ~80 on 8 engines (overloaded), ~8 on 64
 GPTS_VARIANTS = {
     "parrot": {
         "client": {"kind": "parrot"},
@@ -49,9 +55,9 @@ GPTS_VARIANTS = {
 }
 
 
-def chat_config(engines: int, calls: int) -> dict:
-    return {"workload": {"kind": "sharegpt", "num_requests": calls,
-                         "rate": engines * CHAT_RATE_PER_ENGINE},
+def chat_config(engines: int, calls: int, rate: float | None = None) -> dict:
+    rate = engines * CHAT_RATE_PER_ENGINE if rate is None else rate
+    return {"workload": {"kind": "sharegpt", "num_requests": calls, "rate": rate},
             "cluster": {"engines": engines, "engine": {"policy": "vllm"}}}
 
 
@@ -99,7 +105,9 @@ def run_one(raw: dict) -> dict:
     phases["build"] = built - start
     phases["setup"] = (end - built) - phases["loop"] - phases["tables"]
     calls = int(result.summary["calls"])
-    return {"calls": calls, "events": result.events, "wall_s": end - start, "cpu_s": cpu,
+    eng = result.engines
+    mean_batch = float((eng["mean_batch"] * eng["iterations"]).sum() / eng["iterations"].sum())
+    return {"mean_batch": mean_batch, "calls": calls, "events": result.events, "wall_s": end - start, "cpu_s": cpu,
             "mean_jct": float(result.summary["mean_jct"]), **phases,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -113,7 +121,8 @@ def in_subprocess(raw: dict) -> dict:
 def report(name: str, row: dict) -> None:
     calls, wall = row["calls"], row["wall_s"]
     print(f"{name:34s} calls={calls:8d} {calls / wall:8.0f} calls/s {1e6 * wall / calls:7.1f} "
-          f"us/call (cpu {1e6 * row['cpu_s'] / calls:7.1f}) {row['events'] / calls:5.1f} ev/call | build {row['build']:6.2f} "
+          f"us/call (cpu {1e6 * row['cpu_s'] / calls:7.1f}) {row['events'] / calls:5.1f} ev/call "
+          f"(cpu {1e6 * row['cpu_s'] / row['events']:5.1f} us/ev, batch {row['mean_batch']:5.1f}) | build {row['build']:6.2f} "
           f"setup {row['setup']:6.2f} loop {row['loop']:7.2f} tables {row['tables']:6.2f} s | "
           f"peak {row['peak_rss_mb']:6.0f} MB", flush=True)
 
@@ -130,13 +139,18 @@ def main() -> None:
                     help="chat call counts (default 1e4, plus 1e5 on 8, 64, 1024 engines)")
     ap.add_argument("--gpts-engines", type=_ints, default=[64, 256])
     ap.add_argument("--gpts-calls", type=int, default=4000)
-    ap.add_argument("--only", choices=("chat", "gpts"), default=None)
+    ap.add_argument("--batch-calls", type=int, default=20_000)
+    ap.add_argument("--only", choices=("chat", "gpts", "batch"), default=None)
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a config's JSON: run it here
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(json.loads(args.one))))
         return
-    if args.only != "gpts":
+    if args.only in (None, "batch"):
+        for engines in (8, 64):
+            report(f"batch: chat {args.batch_calls} on {engines}",
+                   in_subprocess(chat_config(engines, args.batch_calls, BATCH_RATE)))
+    if args.only in (None, "chat"):
         if args.engines is None and args.calls is None:
             grid = ([(e, 10_000) for e in (8, 64, 256, 1024)]
                     + [(e, 100_000) for e in (8, 64, 1024)])
@@ -145,7 +159,7 @@ def main() -> None:
                     for e in (args.engines or [8, 64, 256, 1024])]
         for engines, calls in grid:
             report(f"chat {calls} on {engines}", in_subprocess(chat_config(engines, calls)))
-    if args.only != "chat":
+    if args.only in (None, "gpts"):
         for engines in args.gpts_engines:
             for variant in GPTS_VARIANTS:
                 report(f"gpts {variant} {args.gpts_calls} on {engines}",
