@@ -52,8 +52,11 @@ def sample_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nda
         u, v = rng.random(k), rng.random(k)
         p = np.rint(np.interp(u, plev, pq)).astype(np.int64)
         decile = np.minimum((u * 10).astype(np.int64), 9)
-        o = np.rint([np.interp(vi, olev, oq[d]) for vi, d in zip(v, decile, strict=True)])
-        o = o.astype(np.int64)
+        o = np.empty(k)
+        for d in range(len(oq)):  # each prompt decile's output quantiles, over its draws
+            rows = decile == d
+            o[rows] = np.interp(v[rows], olev, oq[d])
+        o = np.rint(o).astype(np.int64)
         ok = (p >= 4) & (o >= 4) & (p <= 1024) & (p + o <= 2048)
         m = int(ok.sum())
         prompts[filled:filled + m] = p[ok]

@@ -17,6 +17,16 @@ def test_cycle_is_named():
         validate_app(app(c1, c2))
 
 
+def test_a_lone_call_that_needs_itself_is_a_cycle():
+    """Single-call apps skip the DAG walk unless the call depends on itself."""
+    with pytest.raises(AppError, match=r"call 'c' is on a cycle"):
+        validate_app(app(Call("c", (Ref("y"),), "y", 5)))
+    with pytest.raises(AppError, match=r"call 'c' is on a cycle"):
+        validate_app(app(Call("c", (Text("t", 3),), "y", 5, after=("c",))))
+    lone = app(Call("c", (Text("t", 3),), "y", 5))
+    assert validate_app(lone) is lone
+
+
 def test_dangling_reference():
     with pytest.raises(AppError, match=r"app a1, call 'c': reference to 'nope'"):
         validate_app(app(Call("c", (Ref("nope"),), "y", 5)))
