@@ -4,7 +4,11 @@ The composed kernel curves miss what only a whole forward pass has (embedding, r
 KV-cache writes, final norm and LM head, kernels running back to back with warm caches). A
 weighted least-squares fit of the relative residual on a fixed overhead, a cost per token, a
 cost per decode and scales of the two attention curves takes that up; a coefficient out of
-its bounds is pinned there and the rest refitted.
+its bounds is pinned there and the rest refitted. The per-token cost may not take away more
+than half of the measured linear curve's cost per token at any point (a correction as large
+as the GEMMs themselves is no missing forward-pass component; it appears when the training
+passes cannot tell the per-token cost from the prefill-attention scale, as with --quick's
+forward set, where -21 us/token zeroed the linear curve).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ def correct(profile: Profile, train: list[dict]) -> tuple[Profile, dict[str, flo
     meas = np.array([p["measured_s"] for p in train])
     base = np.array([val.predict(cm, p) for p in train])
     names = ["overhead_s", "per_token_s", "per_decode_s", "prefill_scale", "paged_scale"]
+    lin = profile.curves.linear
+    token_floor = -0.5 * min(s / xv for xv, s in zip(lin.x, lin.seconds, strict=True) if xv >= 1)
     fixed: dict[int, float] = {}
     for _ in range(len(names)):
         free = [j for j in range(len(names)) if j not in fixed]
@@ -50,14 +56,15 @@ def correct(profile: Profile, train: list[dict]) -> tuple[Profile, dict[str, flo
         w = 1 / meas
         coef, *_ = np.linalg.lstsq(x[:, free] * w[:, None], rhs * w, rcond=None)
         sol = dict(zip(free, coef, strict=True)) | fixed
-        bad = {0: sol[0] < 0, 2: sol[2] + profile.curves.decode_per_seq_s < 0,
+        bad = {0: sol[0] < 0, 1: sol[1] < token_floor,
+               2: sol[2] + profile.curves.decode_per_seq_s < 0,
                3: not SCALE_BOUNDS[0] <= 1 + sol[3] <= SCALE_BOUNDS[1],
                4: not SCALE_BOUNDS[0] <= 1 + sol[4] <= SCALE_BOUNDS[1]}
         newly = [j for j, b in bad.items() if b and j not in fixed]
         if not newly:
             break
         for j in newly:
-            fixed[j] = {0: 0.0, 2: -profile.curves.decode_per_seq_s}.get(
+            fixed[j] = {0: 0.0, 1: token_floor, 2: -profile.curves.decode_per_seq_s}.get(
                 j, float(np.clip(1 + sol[j], *SCALE_BOUNDS) - 1))
     coef = {n: float(sol[j]) for j, n in enumerate(names)}
     c = profile.curves

@@ -68,6 +68,23 @@ def log_knots(lo: float, hi: float, per_octave: float = 1.0, zero: bool = True) 
     return np.concatenate([[0.0], k]) if zero and k[0] > 0 else k
 
 
+def supported_knots(knots: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``knots`` without the interior ones that no point of ``x`` pins: a knot stays when some
+    point lies nearer to it than to its neighbours (its hat weight >= 1/2). A hat-basis fit
+    otherwise leaves the knot's value to the least-squares solver (calibrate --quick's sparse
+    prefill points gave 154 ms where about 5 ms belonged)."""
+    keep = [float(k) for k in knots]
+    i = 1
+    while i < len(keep) - 1:
+        lo, k, hi = keep[i - 1], keep[i], keep[i + 1]
+        if not ((x > (lo + k) / 2) & (x < (k + hi) / 2)).any():
+            del keep[i]
+            i = max(1, i - 1)
+        else:
+            i += 1
+    return np.array(keep)
+
+
 def curve_at(x: float, knots, values) -> float:
     """A piecewise-linear curve (linear past its ends) at one point."""
     return float((hat_basis(np.array([x]), knots) @ np.asarray(values, float))[0])

@@ -113,7 +113,7 @@ def fit_prefill(rows: list[dict], layers: int, heads: int, sms: int
     wide = progs >= 2 * sms
     if wide.sum() < 3:
         wide[:] = True
-    knots = cf.log_knots(w[wide].min(), w[wide].max(), 0.5)
+    knots = cf.supported_knots(cf.log_knots(w[wide].min(), w[wide].max(), 0.5), w[wide])
     vals, _ = cf.fit_piecewise(w[wide], y[wide], knots)
     vals[0] = 0.0  # a throughput curve: no work, no time (small chunks are on the grid)
     vals = cf.isotonic(np.maximum(vals, 0))
