@@ -90,9 +90,19 @@ class GpuForward:
                     continue
                 pages = iter(range(self.scratch))
                 self._eager([chunk(n, ctx) for n in lens if n > 0], [])
-        for b in (1, 5, 33) if max_tokens >= 1000 else (1, 2):
+        # eager decodes of every split count (the merge kernel specializes on it) and mixed
+        # batches; Triton also specializes integer arguments on == 1 and % 16 == 0, so sizes
+        # straddle those (a mixed batch first met in a run compiled for 0.28 s there)
+        small = max_tokens < 1000
+        for b in (1, 2) if small else (1, 2, 3, 4, 5, 9, 16, 17, 33):
             pages = iter(range(self.scratch))
             self._eager([], [chunk(1, 300 + i) for i in range(b)])
+        for n in (16, 17) if small else (1, 16, 17, 512):
+            for b in (1, 2) if small else (1, 2, 16, 17):
+                for ctx in (0, 300):
+                    pages = iter(range(self.scratch))
+                    self._eager([chunk(n, ctx), chunk(n + 3, ctx)],
+                                [chunk(1, 300 + i) for i in range(b)])
         for (b, n), g in self.graphs.items():
             pages = iter(range(self.scratch))
             g.run(to_forward_batch([], [chunk(1, 200 + 16 * n)], self.device, self.width, b,
