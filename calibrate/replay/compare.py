@@ -105,10 +105,11 @@ def with_runtime(iters: pd.DataFrame, runtime: Runtime) -> pd.Series:
     """The logged kernel-only ``model_s`` with a profile's runtime terms applied (what the
     simulator charges for each real batch: host terms included)."""
     pre = iters["prefill_seqs"] > 0
+    per_seq = runtime.overhead_per_seq_s * (iters["prefill_seqs"] + iters["decode_seqs"])
     decode = runtime.overhead_s + runtime.scale * iters["model_s"]
     prefill = runtime.prefill_overhead_s + np.maximum(
         runtime.prefill_scale * iters["model_s"], runtime.prefill_launch_floor_s)
-    return decode.where(~pre, prefill)
+    return decode.where(~pre, prefill) + per_seq
 
 
 def model_errors(iters: pd.DataFrame, runtime: Runtime | None = None) -> dict[str, float]:

@@ -8,8 +8,11 @@ also spends host time every iteration, and its eager prompt iterations are launc
 the ``iterations`` tables of replayed runs (:mod:`parrotsim.calibrate.replay.tables`) this
 measures, as medians over all iterations of the given runs:
 
-* ``overhead_s``: host time of a decode-only iteration (a CUDA-graph replay): wall time plus
-  the bookkeeping after it, minus its GPU time (``wall_s + post_s - gpu_s``);
+* ``overhead_per_seq_s``: how the host time of a decode-only iteration (a CUDA-graph replay:
+  wall time plus the bookkeeping after it, minus its GPU time, ``wall_s + post_s - gpu_s``)
+  grows with the sequences in the batch: the least-squares slope (input building, page tables
+  and emission are per sequence; 9-20 us per sequence on the H200's host);
+* ``overhead_s``: the median of that host time less the per-sequence part;
 * ``prefill_overhead_s``: the same for an iteration that fills prompt tokens (run eagerly);
 * ``prefill_launch_floor_s``: the host time of issuing an eager iteration's kernel launches
   (``launch_s``): the GPU cannot finish such an iteration sooner.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from parrotsim.sim.model.profile import Runtime, dump_profile, load_profile
@@ -33,12 +37,19 @@ def host_terms(iterations: pd.DataFrame) -> Runtime:
     """The runtime terms measured on one pooled iteration log (see module docstring)."""
     it = iterations[iterations["gpu_s"].notna()]
     prefill = it["prefill_seqs"] > 0
-    host = it["wall_s"] + it["post_s"] - it["gpu_s"]
+    host = (it["wall_s"] + it["post_s"] - it["gpu_s"]).to_numpy(float)
     if not prefill.any() or prefill.all():
         raise ValueError("the runs need both decode-only and prompt-filling iterations")
-    return Runtime(overhead_s=float(host[~prefill].median()),
-                   prefill_overhead_s=float(host[prefill].median()),
-                   prefill_launch_floor_s=float(it.loc[prefill, "launch_s"].median()))
+    seqs = (it["prefill_seqs"] + it["decode_seqs"]).to_numpy(float)
+    dec = ~prefill.to_numpy()
+    per_seq = 0.0
+    if np.ptp(seqs[dec]) > 0:
+        per_seq = max(0.0, float(np.polyfit(seqs[dec], host[dec], 1)[0]))
+    rest = host - per_seq * seqs
+    return Runtime(overhead_s=max(0.0, float(np.median(rest[dec]))),
+                   prefill_overhead_s=max(0.0, float(np.median(rest[~dec]))),
+                   prefill_launch_floor_s=float(it.loc[prefill, "launch_s"].median()),
+                   overhead_per_seq_s=per_seq)
 
 
 def run_dirs(paths: list[Path]) -> list[Path]:
@@ -65,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     rt = host_terms(pooled)
     base = load_profile(args.profile)
     print(f"{len(runs)} runs, {len(pooled)} iterations: decode host {rt.overhead_s * 1e3:.3f} "
-          f"ms, prefill host {rt.prefill_overhead_s * 1e3:.3f} ms, prefill launch floor "
+          f"ms, prefill host {rt.prefill_overhead_s * 1e3:.3f} ms, + "
+          f"{rt.overhead_per_seq_s * 1e6:.1f} us per sequence, prefill launch floor "
           f"{rt.prefill_launch_floor_s * 1e3:.2f} ms")
     if args.out is None:
         return 0

@@ -66,6 +66,7 @@ class CostModel:
         self.prefill_scale = rt.prefill_scale
         self.prefill_fixed = rt.prefill_overhead_s
         self.prefill_floor = rt.prefill_launch_floor_s
+        self.host_per_seq = rt.overhead_per_seq_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
         self._linear = Interp.of(c.linear)
@@ -189,7 +190,8 @@ class CostModel:
             t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
             if shared:
                 t += self.shared_prefix_time(shared)
-        return self.prefill_fixed + max(self.prefill_scale * t, self.prefill_floor)
+        host = self.prefill_fixed + self.host_per_seq * (len(batch.prefills) + len(decodes))
+        return host + max(self.prefill_scale * t, self.prefill_floor)
 
     def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                        shared: list[SharedGroup]) -> DecodeStretch:
@@ -220,25 +222,28 @@ class CostModel:
 class DecodeStretch:
     """Durations of consecutive decode-only iterations whose KV reads grow linearly.
 
-    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))``. The paged curve (at
+    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))`` (``fixed``: the
+    runtime's host time per step, its per-sequence part included). The paged curve (at
     the stretch's fixed sequence count) is piecewise linear, so the durations form an
     arithmetic series on each segment and the length of ``k`` steps has a closed form: a
     stretch of thousands of iterations costs a few float operations. It equals the sum of the
     single steps up to float rounding (< 1 ns).
     """
 
-    __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "first", "_a0", "_b0", "_n0")
+    __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "fixed", "first", "_a0", "_b0",
+                 "_n0")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
                  paged: Interp, n_seqs: int = 0) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
         self.n_seqs = n_seqs
+        self.fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
         xs, ys, last = paged.xs, paged.ys, paged.last
         seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
         slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-        self._a0 = cm.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
+        self._a0 = self.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
         #: duration of step 0 (s)
         self.first = self._a0
         self._b0 = cm.scale * slope * growth
@@ -250,7 +255,7 @@ class DecodeStretch:
     def step(self, j: int) -> float:
         """Duration of step ``j`` (0-based)."""
         cm = self.cm
-        return cm.fixed + cm.scale * (self.base + self.paged.scalar(self.kv0 + self.growth * j))
+        return self.fixed + cm.scale * (self.base + self.paged.scalar(self.kv0 + self.growth * j))
 
     def duration(self, steps: int) -> float:
         """Total duration of the first ``steps`` steps."""
@@ -277,7 +282,7 @@ class DecodeStretch:
             else:
                 end = steps
             slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-            a = cm.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
+            a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
             b = cm.scale * slope * self.growth
             n = end - j
             total += n * a + b * (j + end - 1) * n / 2

@@ -156,7 +156,8 @@ class Runtime(StrictConfig):
     """How a serving runtime (vLLM 0.1.4, Parrot's engine, HF transformers, parrotsim's own
     replay loop) differs from the kernels: ``iteration_time = overhead_s + scale *
     model_time``, and for an iteration that fills prompt tokens ``prefill_overhead_s +
-    max(prefill_scale * model_time, prefill_launch_floor_s)`` instead.
+    max(prefill_scale * model_time, prefill_launch_floor_s)`` instead; both plus
+    ``overhead_per_seq_s`` per sequence in the batch.
 
     ``prefill_launch_floor_s`` (seconds): a runtime that runs prompt-filling iterations
     eagerly (no CUDA graph) issues every kernel launch from the host one by one, so such an
@@ -168,6 +169,9 @@ class Runtime(StrictConfig):
     prefill_overhead_s: float = Field(default=0.0, ge=0)
     prefill_scale: float = Field(default=1.0, gt=0)
     prefill_launch_floor_s: float = Field(default=0.0, ge=0)
+    #: host seconds per sequence in the batch, every iteration (input building, page tables,
+    #: emission: the runtime's per-sequence Python work); 0 where not measured
+    overhead_per_seq_s: float = Field(default=0.0, ge=0)
 
 
 class Extent(StrictConfig):

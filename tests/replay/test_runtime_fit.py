@@ -12,6 +12,7 @@ def log() -> pd.DataFrame:
     # 3 ms, launches issued in 9 and 11 ms)
     return pd.DataFrame({
         "prefill_seqs": [0, 0, 0, 1, 2],
+        "decode_seqs": [4, 4, 4, 0, 0],
         "wall_s": [5.2e-3, 5.3e-3, 5.4e-3, 12e-3, 15e-3],
         "post_s": [0.1e-3] * 5,
         "gpu_s": [5.0e-3, 5.0e-3, 5.0e-3, 11.1e-3, 12.1e-3],
@@ -35,6 +36,19 @@ def test_fitted_profile_keeps_the_gpu_curves(tmp_path):
     fitted, base = load_profile(str(out)), load_profile("h200_llama-7b")
     assert fitted.curves == base.curves and fitted.name == "h200_llama-7b-replay"
     assert fitted.runtimes["vllm"] == fitted.runtimes["parrot"] == runtime_fit.host_terms(log())
+
+
+def test_host_time_per_sequence_is_the_decode_slope():
+    # decode host 0.2 ms + 15 us per sequence, exactly; prompts: 1 ms + 15 us per sequence
+    seqs = [1, 8, 32, 64, 2]
+    df = pd.DataFrame({
+        "prefill_seqs": [0, 0, 0, 0, 2], "decode_seqs": [1, 8, 32, 64, 0],
+        "wall_s": [5e-3 + 0.2e-3 + 15e-6 * n for n in seqs[:4]] + [12e-3 + 1e-3 + 30e-6],
+        "post_s": [0.0] * 5, "gpu_s": [5e-3] * 4 + [12e-3], "launch_s": [0.1e-3] * 4 + [9e-3]})
+    rt = runtime_fit.host_terms(df)
+    assert rt.overhead_per_seq_s == pytest.approx(15e-6)
+    assert rt.overhead_s == pytest.approx(0.2e-3)
+    assert rt.prefill_overhead_s == pytest.approx(1e-3)
 
 
 def test_a_log_without_prompt_iterations_is_refused():

@@ -145,3 +145,21 @@ def test_prefill_launch_floor_bounds_small_prompt_iterations_only():
     assert cm.iteration_time(prompt(16)) == pytest.approx(0.001 + floor)  # launch-bound
     assert cm.iteration_time(prompt(4000)) == pytest.approx(0.001 + large)  # GPU-bound
     assert cm.decode_times(1, 100, 1, [], 1)[0] == plain.decode_times(1, 100, 1, [], 1)[0]
+
+
+def test_runtime_host_time_per_sequence_adds_to_every_iteration():
+    prof = a100_13b()
+    plain = CostModel(prof, "vllm")
+    prof = prof.model_copy(update={"runtimes": {"vllm": Runtime(overhead_per_seq_s=1e-5)}})
+    cm = CostModel(prof, "vllm")
+    for n in (1, 16, 64):
+        got = cm.decode_times(n, 1000 * n, n, [], 3)
+        assert got == pytest.approx(plain.decode_times(n, 1000 * n, n, [], 3) + 1e-5 * n)
+        stretch, base = cm.decode_stretch(n, 1000 * n, n, []), plain.decode_stretch(
+            n, 1000 * n, n, [])
+        assert stretch.duration(500) == pytest.approx(base.duration(500) + 500 * 1e-5 * n)
+    s = seq(100, 1)
+    s.ctx = KVCache(1000).create()
+    s.ctx.tokens = 100
+    batch = Batch(prefills=[(s, 100)], decodes=[])
+    assert cm.iteration_time(batch) == pytest.approx(plain.iteration_time(batch) + 1e-5)
