@@ -2,6 +2,6 @@
 
 import sys
 
-from parrotsim.cli import main
+from parrotsim.entry import main
 
 sys.exit(main())
