@@ -13,6 +13,7 @@ from parrotsim.sim.model.engine_policy import EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 from tests.policies.parrot_engine_reference import ReferenceParrotEnginePolicy
+from tests.policies.test_parrot_engine import apply
 
 
 def scenario(seed: int, scheduler: str, reference: bool):
@@ -49,22 +50,6 @@ def scenario(seed: int, scheduler: str, reference: bool):
     if kv.num_blocks < need:
         kv.num_blocks = need
     return policy, st, arrivals, prefix, rr
-
-
-def apply(p, b: Batch, st: EngineState, steps: int) -> None:
-    """The effects of ``steps`` identical iterations of ``b``, as the engine applies them."""
-    for s, n in b.prefills:
-        s.filled += n
-    if steps > 1:
-        st.kv.grow_each([s.ctx for s in b.decodes], steps - 1)
-    finished = []
-    for s in b.decodes:
-        s.generated += steps
-        if s.generated >= s.output_len:
-            st.running.remove(s)
-            s.free(st.kv)
-            finished.append(s)
-    p.on_iteration_end(st, b, steps, finished)
 
 
 def snapshot(p, b: Batch, st: EngineState, steps: int) -> tuple:
