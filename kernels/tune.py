@@ -3,7 +3,7 @@
     python -m parrotsim.kernels.tune --out calibrate/profiles/h200_kernels.csv [--budget-s 150]
 
 Paged kernel, per (G, batch, context) of :data:`PAGED_GRID`: the splits sweep with the default
-64 x 4 x 3 tile ({1, 2, 4, the wave-filling count, twice it, the heuristic's}, each split >= 128
+64 x 4 x 3 tile ({1, 2, 4, the wave-filling count, twice it, the heuristic's, the wave model's +-1}, each split >= 128
 tokens), then three other tiles at the best split count; the fastest wins. Shared prefix, per
 (G, batch, prefix, suffix) of :data:`SHARED_GRID`: the paged kernel over the shared pages (with
 the paged choice just tuned) against cascade modes fused / concurrent / concurrent with twice
@@ -25,7 +25,11 @@ import torch
 from parrotsim.kernels._common import num_sms
 from parrotsim.kernels.bench_cases import private_batch, shared_batch
 from parrotsim.kernels.bench_util import CpuTimer, RandomKV, Timer
-from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention
+from parrotsim.kernels.paged_decode import (
+    choose_num_splits,
+    paged_decode_attention,
+    wave_splits,
+)
 from parrotsim.kernels.shared_prefix_decode import (
     paged_over_shared_pages,
     prefix_tiles,
@@ -54,11 +58,14 @@ def shared_points(batches, prefixes, suffixes, groups=GROUPS) -> list[tuple]:
 
 
 def split_candidates(programs: int, ctx: int, dev: torch.device) -> list[int]:
-    """Split counts to try: 1, 2, 4, the count filling 2 waves of SMs, twice it, and the
-    heuristic's; each split at least 128 tokens, at most 64 splits."""
+    """Split counts to try: 1, 2, 4, the count filling 2 waves of SMs, twice it, the
+    heuristic's and the wave model's (:func:`~parrotsim.kernels.paged_decode.wave_splits`) with
+    its two neighbours; each split at least 128 tokens, at most 64 splits."""
     fill = -(-2 * num_sms(dev) // programs)
     cap = max(1, min(64, ctx // 128))
-    want = {1, 2, 4, fill, 2 * fill, choose_num_splits(programs, ctx, dev)}
+    wave = wave_splits(programs, ctx, num_sms(dev))
+    want = {1, 2, 4, fill, 2 * fill, choose_num_splits(programs, ctx, dev), wave - 1, wave,
+            wave + 1}
     return sorted({min(max(s, 1), cap) for s in want})
 
 

@@ -147,3 +147,18 @@ def test_parrot2023_vs_reference(group, prefix_len, suffix):
     args = _shared_case(group, prefix_len, suffix, prefix_len + group)
     out, lse = parrot2023_decode_attention(*args)
     _check(out, lse, *ref_shared_prefix_decode(*args))
+
+
+def test_wave_splits_fills_whole_waves():
+    """The wave model: a batch that fills exactly one wave of resident programs keeps 1 split
+    (a second split only adds a wave); 600 long programs on 132 SMs x 4 (1.14 waves: a second,
+    nearly empty wave doubles the time) split so the last wave is nearly full; short
+    contexts never split below the minimum split length."""
+    from parrotsim.kernels.paged_decode import wave_splits
+
+    assert wave_splits(132 * 4, 12000, 132) == 1
+    s = wave_splits(600, 12000, 132)
+    assert s > 1
+    waves = 600 * s / (132 * 4)
+    assert -(-600 * s // (132 * 4)) - waves < 0.25  # the last wave over 3/4 full
+    assert wave_splits(600, 200, 132) == 1  # 200 tokens: no split of >= 128 tokens
