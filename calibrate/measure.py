@@ -70,7 +70,8 @@ def model_pages(cfg: LlamaConfig, quick: bool, reserve_gib: float = 14.0) -> int
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=["llama-7b", "llama-13b", "tiny"], required=True)
+    ap.add_argument("--model", choices=["llama-7b", "llama-13b", "llama3-8b", "tiny"],
+                    required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--quick", action="store_true",
                     help="fewer grid points over the same extent (about half the time)")

@@ -42,6 +42,9 @@ MODELS: dict[str, ModelSpec] = {
                           head_dim=128, intermediate=11008, vocab=32000, params=6.74e9),
     "llama-13b": ModelSpec(name="llama-13b", layers=40, hidden=5120, heads=40, kv_heads=40,
                            head_dim=128, intermediate=13824, vocab=32000, params=13.0e9),
+    # grouped-query attention (8 KV heads for 32 query heads, G = 4), as most current models
+    "llama3-8b": ModelSpec(name="llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8,
+                           head_dim=128, intermediate=14336, vocab=128256, params=8.03e9),
 }
 TOKEN_GRID = [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
               4096, 6144, 8192, 12288, 16384, 32768]

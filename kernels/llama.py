@@ -50,7 +50,7 @@ class LlamaConfig:
 
     @staticmethod
     def preset(name: str) -> LlamaConfig:
-        """``llama-7b``, ``llama-13b`` or ``tiny``."""
+        """``llama-7b``, ``llama-13b``, ``llama3-8b`` (grouped-query attention) or ``tiny``."""
         return PRESETS[name]
 
     def num_params(self) -> int:
@@ -64,6 +64,7 @@ class LlamaConfig:
 PRESETS = {
     "llama-7b": LlamaConfig("llama-7b", 32000, 4096, 11008, 32, 32, 32, 128),
     "llama-13b": LlamaConfig("llama-13b", 32000, 5120, 13824, 40, 40, 40, 128),
+    "llama3-8b": LlamaConfig("llama3-8b", 128256, 4096, 14336, 32, 32, 8, 128),  # GQA, G = 4
     "tiny": LlamaConfig("tiny", 256, 64, 176, 2, 4, 2, 16, max_position=1024),
 }
 

@@ -25,7 +25,7 @@ from parrotsim.core.errors import UsageError
 def add_parser(sub) -> None:
     p = sub.add_parser("calibrate", help="measure (GPU) or fit a cost profile",
                        description=__doc__)
-    p.add_argument("--model", choices=["llama-7b", "llama-13b", "tiny"],
+    p.add_argument("--model", choices=["llama-7b", "llama-13b", "llama3-8b", "tiny"],
                    help="model shape to measure (required unless --fit-from)")
     p.add_argument("--out", type=Path, help="profile to write (default: ./<gpu>_<model>.yaml)")
     p.add_argument("--quick", action="store_true",

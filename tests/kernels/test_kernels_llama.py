@@ -143,3 +143,21 @@ def test_gemv_matches_torch_ops(tiles):
     y = gemv(gu, w, "silu_mul", out=torch.empty(1, n), tiles=tiles)
     assert y.dtype == torch.float32
     assert rel_err(y, silu_mul(gu).float() @ w.float().t()) <= 1e-2
+
+
+def test_every_measured_model_has_a_matching_roofline_spec():
+    """``parrotsim calibrate --model M`` measures ``PRESETS[M]`` and fits with ``MODELS[M]``: the
+    two must agree on the shape (llama3-8b: 8 KV heads for 32 query heads) and parameters."""
+    from parrotsim.calibrate.roofline import MODELS
+    from parrotsim.kernels.llama import PRESETS
+
+    for name, cfg in PRESETS.items():
+        if name == "tiny":
+            continue
+        spec = MODELS[name]
+        assert (cfg.num_layers, cfg.hidden, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                cfg.intermediate, cfg.vocab_size) == (spec.layers, spec.hidden, spec.heads,
+                                                      spec.kv_heads, spec.head_dim,
+                                                      spec.intermediate, spec.vocab)
+        assert abs(cfg.num_params() / spec.params - 1) < 0.01
+    assert PRESETS["llama3-8b"].num_heads // PRESETS["llama3-8b"].num_kv_heads == 4
