@@ -21,7 +21,9 @@ programs); at a fixed ``n`` the time stays piecewise linear in ``kv``, which kee
 decode-stretch closed form below exact.
 
 With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
-by the shared kernel; with the paged kernel every sequence reads its whole context.
+by the shared kernel; with the paged kernel every sequence reads its whole context, unless the
+profile measured the paged kernel over shared pages (``paged_shared_prefix``, where the group's
+prefix reads mostly hit L2): then a group costs its suffixes plus that grid at (prefix, group).
 Curves are interpolated linearly between measured points and extended linearly past the ends
 (the paged grid: linearly past its contexts, log-log past its largest sequence count);
 every evaluation past the measured range is counted in :attr:`CostModel.extrapolated`, which
@@ -54,10 +56,14 @@ class CostModel:
 
     def __init__(self, profile: Profile, runtime: str = "vllm",
                  prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None,
-                 decode_rows: dict[int, tuple[Interp, float, bool]] | None = None) -> None:
+                 decode_rows: dict[int, tuple[Interp, float, bool]] | None = None,
+                 kernel: str = "shared_prefix") -> None:
         """``prefill_memo`` and ``decode_rows`` may be shared by the cost models of one profile
         (the engines of a run): the first maps a lone prompt chunk to its attention time and
-        extrapolation count, the second a decode batch's sequence count to its cost row."""
+        extrapolation count, the second a decode batch's sequence count to its cost row.
+        ``kernel``: the engine's decode kernel; shared-prefix groups are costed on the
+        profile's ``shared_prefix`` grid, or, for ``"paged"``, on its ``paged_shared_prefix``
+        grid when it has one (:attr:`paged_groups`)."""
         c = profile.curves
         rt = profile.runtime(runtime)
         self.profile = profile
@@ -78,7 +84,10 @@ class CostModel:
             {} if decode_rows is None else decode_rows)
         self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
         self._prefill = Interp.of(c.prefill_attention)
-        self._shared = c.shared_prefix
+        #: the paged kernel's groups over shared pages are costed (``kernel="paged"`` and the
+        #: profile measured them): an engine with that kernel then passes its forked groups
+        self.paged_groups = kernel == "paged" and c.paged_shared_prefix is not None
+        self._shared = c.paged_shared_prefix if self.paged_groups else c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
         self.extrapolated = 0
@@ -125,7 +134,8 @@ class CostModel:
         return interp.scalar(kv_tokens)
 
     def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
-        """Seconds the shared-prefix kernel spends on the prefixes of ``groups``."""
+        """Seconds the decode kernel spends on the shared prefixes of ``groups`` (read once per
+        group by the shared-prefix kernel; by the paged kernel, through L2, see ``kernel``)."""
         total = 0.0
         hi_prefix, hi_batch = self._shared_hi
         for prefix, n in groups:

@@ -66,7 +66,10 @@ class Engine:
         self.cost = cost
         self.state = EngineState(kv)
         self.on_finish = on_finish
-        self.shared_kernel = kernel == "shared_prefix"
+        #: whether forked groups change the cost (the shared-prefix kernel, or the paged
+        #: kernel when the profile measured it over shared pages)
+        self.shared_kernel = kernel == "shared_prefix" or (
+            kernel == "paged" and prefix_cache is not None and cost.paged_groups)
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache
         self.limits = limits

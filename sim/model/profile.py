@@ -143,6 +143,15 @@ class Curves(StrictConfig):
     #: added either way
     decode_paged_grid: PagedGrid | None = None
     shared_prefix: Grid2D
+    #: optional (schema 1 compatible): the same decomposition for the *paged* kernel over
+    #: block tables that point at one group's shared prefix pages: its time beyond the
+    #: suffixes' paged time, vs (prefix tokens, sequences in the group). The paged kernel
+    #: runs the programs of a group's sequences together (batch index fastest,
+    #: kernels/paged_decode.py), so most reads of a shared page after the first hit L2: on the
+    #: H200 such a group costs well under ``n`` private copies of the prefix. When given, an
+    #: engine with the paged kernel and a prefix cache costs its forked groups with it; when
+    #: absent, every sequence reads its whole context from memory
+    paged_shared_prefix: Grid2D | None = None
     prefill_attention: Curve
     #: optional (calibration; schema 1 compatible): seconds of ONE prompt chunk's attention
     #: run alone, on a grid of (new tokens, context tokens before the chunk). A chunk of few
@@ -340,8 +349,11 @@ def dump_profile(profile: Profile, path: Path) -> None:
 
 def _plain(profile: Profile) -> dict:
     """The profile as YAML-ready data; an absent optional ``calibration`` block (and its
-    unmeasured fields) is left out, so profiles without one are written as before."""
+    unmeasured fields) and an absent ``paged_shared_prefix`` are left out, so profiles without
+    them are written as before."""
     data = profile.model_dump(mode="json")
+    if data["curves"].get("paged_shared_prefix", 0) is None:
+        del data["curves"]["paged_shared_prefix"]
     if data["calibration"] is None:
         del data["calibration"]
     else:

@@ -163,3 +163,68 @@ def test_runtime_host_time_per_sequence_adds_to_every_iteration():
     s.ctx.tokens = 100
     batch = Batch(prefills=[(s, 100)], decodes=[])
     assert cm.iteration_time(batch) == pytest.approx(plain.iteration_time(batch) + 1e-5)
+
+
+def _with_paged_shared(prof, seconds_at_prefix: float):
+    """``prof`` with a hand-built paged-over-shared-pages grid: 0 s at prefix 0, then
+    ``seconds_at_prefix`` for a 1000-token prefix at every group size (linear between)."""
+    from parrotsim.sim.model.profile import Grid2D
+
+    grid = Grid2D(x=[0.0, 1000.0], y=[1.0, 256.0],
+                  seconds=[[0.0, 0.0], [seconds_at_prefix, seconds_at_prefix]])
+    return prof.model_copy(update={"curves": prof.curves.model_copy(
+        update={"paged_shared_prefix": grid})})
+
+
+def test_paged_kernel_over_shared_pages_uses_its_measured_grid():
+    """With ``paged_shared_prefix`` a paged-kernel cost model costs a forked group as its
+    suffixes plus the grid at (prefix, group size); without it (or for the shared-prefix
+    kernel) nothing changes."""
+    base = roofline_profile(GPUS["h200"], MODELS["llama-7b"])
+    prof = _with_paged_shared(base, 0.004)
+    b, prefix, suffix = 32, 500, 100
+    paged = CostModel(prof, kernel="paged")
+    assert paged.paged_groups
+    suffix_only = paged.decode_times(b, b * suffix, b, [], 1)[0]
+    grouped = paged.decode_times(b, b * suffix, b, [(prefix, b)], 1)[0]
+    assert grouped == pytest.approx(suffix_only + 0.002)  # half way to 1000 tokens
+    assert not CostModel(base, kernel="paged").paged_groups
+    shared = CostModel(prof, kernel="shared_prefix")
+    assert not shared.paged_groups
+    assert shared.decode_times(b, b * suffix, b, [(prefix, b)], 1)[0] == pytest.approx(
+        CostModel(base).decode_times(b, b * suffix, b, [(prefix, b)], 1)[0])
+
+
+def test_profile_without_paged_shared_grid_is_written_as_before(tmp_path):
+    from parrotsim.sim.model.profile import dump_profile, load_profile
+
+    base = roofline_profile(GPUS["h200"], MODELS["llama-7b"])
+    dump_profile(base, tmp_path / "a.yaml")
+    assert "paged_shared_prefix" not in (tmp_path / "a.yaml").read_text()
+    dump_profile(_with_paged_shared(base, 0.004), tmp_path / "b.yaml")
+    back = load_profile(str(tmp_path / "b.yaml"))
+    assert back.curves.paged_shared_prefix.seconds[1] == [0.004, 0.004]
+
+
+def test_paged_engine_with_prefix_cache_costs_forked_groups_on_the_grid():
+    """Bing-style run (64 calls fork one 5107-token system prompt, Parrot engine, prefix cache):
+    with the paged kernel a profile's ``paged_shared_prefix`` grid makes the run faster than
+    reading every context privately (a grid that costs a prefix at 0 s: only the suffixes
+    are read); the shared-prefix kernel's run does not change."""
+    from parrotsim.api import run_config, simulate
+    from parrotsim.sim.model.profile import load_profile
+
+    def run(kernel: str, prof):
+        cfg = run_config(workload={"kind": "bing", "requests": "sampled", "output_len": 20},
+                         network={"model": "none"},
+                         cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
+                                  "kernel": kernel,
+                                  "engine": {"policy": "parrot", "num_kv_cache_blocks": 6800},
+                                  "scheduler": {"policy": "slots", "slots": 32}}, seed=0)
+        return simulate(cfg, profile=prof).summary["mean_jct"]
+
+    base = load_profile("h200_llama-7b").model_copy(update={"curves": load_profile(
+        "h200_llama-7b").curves.model_copy(update={"paged_shared_prefix": None})})
+    free = _with_paged_shared(base, 0.0)
+    assert run("paged", free) < run("paged", base)
+    assert run("shared_prefix", free) == run("shared_prefix", base)
