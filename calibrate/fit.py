@@ -256,14 +256,19 @@ def build_profile(raw_dir: Path, name: str, out: Path | None = None
     prefill, prefill_grid, prefill_rms = fit_prefill(rows, layers, model.heads,
                                                       int(env.get("sms", 132)))
     if grid is not None:
-        shared, shared_rms = fit_shared(rows, layers, lambda b, kv: paged_grid_time(grid, b, kv))
+        def paged_at(b: int, kv: float) -> float:
+            return paged_grid_time(grid, b, kv)
     else:
-        shared, shared_rms = fit_shared(
-            rows, layers, lambda b, kv: cf.curve_at(kv, paged.x, paged.seconds) + per_seq * b)
+        def paged_at(b: int, kv: float) -> float:
+            return cf.curve_at(kv, paged.x, paged.seconds) + per_seq * b
+    shared, shared_rms = fit_shared(rows, layers, paged_at)
+    # the paged kernel over shared pages, decomposed the same way (optional section)
+    over_shared = [{**r, "section": "shared"} for r in _ok(rows, "paged_shared")]
+    paged_shared = fit_shared(over_shared, layers, paged_at)[0] if over_shared else None
     curves = Curves(iteration_overhead_s=0.0, linear=linear, decode_paged=paged,
                     decode_per_seq_s=max(per_seq, 0.0), decode_paged_grid=grid,
-                    shared_prefix=shared, prefill_attention=prefill,
-                    prefill_attention_grid=prefill_grid)
+                    shared_prefix=shared, paged_shared_prefix=paged_shared,
+                    prefill_attention=prefill, prefill_attention_grid=prefill_grid)
     skipped = [f"{r['section']} " + ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in r.items()
                                              if k not in ("section", "status"))
@@ -296,7 +301,8 @@ def build_profile(raw_dir: Path, name: str, out: Path | None = None
             + (" Paged decode attention: the measured (sequences x context) grid."
                if grid is not None else ""))
     fitted_to = [f"{len(_ok(rows, s))} {s} points" for s in ("linear", "paged", "shared",
-                                                              "prefill")]
+                                                              "paged_shared", "prefill")
+                 if s != "paged_shared" or over_shared]
     fitted_to.append(f"{len(train)} training forward passes "
                      f"({len(points) - len(train)} more held out)")
     prof = prof.model_copy(update={"description": desc, "fitted_to": fitted_to,

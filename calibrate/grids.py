@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from itertools import product
 
-SECTIONS = ("linear", "paged", "shared", "prefill", "forward", "overhead")
+SECTIONS = ("linear", "paged", "shared", "paged_shared", "prefill", "forward", "overhead")
 #: columns of raw.csv
 FIELDS = ["section", "tokens", "batch", "ctx", "prefix", "suffix", "new", "chunks", "prefills",
           "decodes", "decode_ctx", "case", "status", "us_median", "us_p20", "us_p80", "reps"]

@@ -53,7 +53,8 @@ def environment(dev: torch.device, model: str, quick: bool) -> dict:
         pass
     env["grids"] = {
         "linear": grids.linear_grid(quick), "paged": grids.paged_grid(quick),
-        "shared": grids.shared_grid(quick), "prefill": grids.prefill_grid(quick)}
+        "shared": grids.shared_grid(quick), "paged_shared": grids.shared_grid(quick),
+        "prefill": grids.prefill_grid(quick)}
     return env
 
 
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ceilings:", env.get("ceilings"), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
-    for name in ("paged", "shared", "prefill"):
+    for name in ("paged", "shared", "paged_shared", "prefill"):
         if name in want:
             section(name, getattr(sections, name)(cfg, timer, dev, args.quick))
     if want & {"linear", "forward", "overhead"}:

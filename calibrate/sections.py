@@ -91,6 +91,36 @@ def shared(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool) -
     _free()
 
 
+def paged_shared(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool
+                 ) -> Iterator[dict]:
+    """The paged kernel over shared prefix pages, one layer, on the shared grid: B block tables
+    whose first pages are the same P prefix tokens' pages (a partial last prefix page private to
+    each sequence, as a block-granular prefix cache keeps it), then S suffix tokens each. The
+    group's programs read the same pages at about the same time, so this measures the L2 reuse
+    that private contexts do not get (``paged_shared_prefix`` in the profile)."""
+    pts = shared_grid(quick)
+    kv = list(_cache(cfg, max(p["prefix"] + p["batch"] * (p["prefix"] % PAGE_SIZE + p["suffix"]
+                                                          + PAGE_SIZE) for p in pts), dev))
+
+    def make(p: dict):
+        b, pre, suf = p["batch"], p["prefix"], p["suffix"]
+        whole, npre = pre // PAGE_SIZE, _pages(pre)
+        nown = _pages(pre % PAGE_SIZE + suf)
+        q = torch.randn(b, cfg.num_heads, cfg.head_dim, dtype=torch.bfloat16, device=dev)
+        shared_pages = torch.arange(whole, dtype=torch.int32, device=dev).expand(b, whole)
+        own = (npre + torch.arange(b * nown, dtype=torch.int32, device=dev)).view(b, nown)
+        tables = torch.cat([shared_pages, own], dim=1).contiguous()
+        lens = torch.full((b,), pre + suf, dtype=torch.int32, device=dev)
+        out = torch.empty_like(q)
+        lse = torch.empty(b, cfg.num_heads, dtype=torch.float32, device=dev)
+        return lambda: paged_decode_attention(q, *kv, tables, lens, out=out, lse=lse)
+
+    yield from _run(pts, "paged_shared", timer, make,
+                    lambda p: f"B={p['batch']} P={p['prefix']} S={p['suffix']}")
+    kv.clear()
+    _free()
+
+
 def prefill(cfg: LlamaConfig, timer: StatTimer, dev: torch.device, quick: bool
             ) -> Iterator[dict]:
     """Prefill attention (Triton, paged), one layer: ``chunks`` chunks of ``new`` tokens, each

@@ -34,6 +34,12 @@ def shared_layer_us(b: float, prefix: float, suffix: float) -> float:
     return 1.0 + 0.002 * prefix + paged_layer_us(b, b * suffix)
 
 
+def paged_shared_layer_us(b: float, prefix: float, suffix: float) -> float:
+    """The paged kernel over shared pages: the prefix costs 0.004 us per token for the first
+    sequence and a quarter of that for each other (L2), plus the suffixes' paged time."""
+    return 0.5 + 0.004 * prefix * (1 + 0.25 * (b - 1)) + paged_layer_us(b, b * suffix)
+
+
 def forward_s(p: dict) -> float:
     chunks = grids.parse_prefills(p["prefills"])
     t = OVERHEAD_S + linear_s(sum(n for n, _ in chunks) + p["decodes"])
@@ -59,6 +65,9 @@ def write_raw(out: Path, quick: bool = False) -> Path:
     for p in grids.shared_grid(quick):
         rows.append({"section": "shared", **p,
                      "us": shared_layer_us(p["batch"], p["prefix"], p["suffix"])})
+    for p in grids.shared_grid(quick):
+        rows.append({"section": "paged_shared", **p,
+                     "us": paged_shared_layer_us(p["batch"], p["prefix"], p["suffix"])})
     for p in grids.prefill_grid(quick):
         rows.append({"section": "prefill", **p,
                      "us": prefill_layer_us(prefill_work(p["new"], p["ctx"], p["chunks"]))})

@@ -34,6 +34,11 @@ def test_curves_recovered(fitted):
         synth.LAYERS * 1e-6 * synth.prefill_layer_us(2048 * (1024 + 2049 / 2)), rel=1e-3)
     assert cm.shared_prefix_time([(4096, 32)]) == pytest.approx(
         synth.LAYERS * 1e-6 * (1 + 0.002 * 4096), rel=1e-3)
+    # the paged kernel over shared pages: the prefix part of a group, on its own grid
+    over = CostModel(prof, "none", kernel="paged")
+    assert over.paged_groups
+    assert over.shared_prefix_time([(4096, 32)]) == pytest.approx(
+        synth.LAYERS * 1e-6 * (0.5 + 0.004 * 4096 * (1 + 0.25 * 31)), rel=1e-3)
     assert c.iteration_overhead_s == pytest.approx(synth.OVERHEAD_S, rel=0.05)
     assert diag["fit_paged_grid_rms_rel"] < 1e-6 and diag["fit_shared_rms_rel"] < 0.01
 
