@@ -18,7 +18,10 @@ their *mean* context ``kv / n``: linear in the context between grid columns, log
 sequence count between grid rows. A heterogeneous batch is thus costed as ``n`` sequences of
 its mean length (the split-KV kernel's work is the total KV read, spread over ``n`` rows of
 programs); at a fixed ``n`` the time stays piecewise linear in ``kv``, which keeps the
-decode-stretch closed form below exact.
+decode-stretch closed form below exact. When the profile also has ``decode_paged_waves`` and
+the caller gives the batch's longest context (decodes without shared-prefix groups), the
+paged kernel's critical-path excess of :mod:`parrotsim.sim.model.paged_waves` is added:
+``paged(n, kv) + excess(n, kv, longest)``; it is piecewise linear in the step too.
 
 With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
 by the shared kernel; with the paged kernel every sequence reads its whole context, unless the
@@ -45,6 +48,7 @@ from bisect import bisect_right
 import numpy as np
 
 from parrotsim.sim.model.curves import NO_TIME, Interp, PagedRows, bilinear
+from parrotsim.sim.model.paged_waves import ExcessSeries, WaveModel
 from parrotsim.sim.model.profile import PagedGrid, Profile
 from parrotsim.sim.model.sequence import Batch
 
@@ -83,6 +87,10 @@ class CostModel:
         self._decode_rows: dict[int, tuple[Interp, float, bool]] = (
             {} if decode_rows is None else decode_rows)
         self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
+        #: the skewed-batch excess (None: batches cost as ``n`` sequences of the mean context)
+        self.waves = (WaveModel(c.decode_paged_grid, c.decode_paged_waves, profile.model.kv_heads)
+                      if c.decode_paged_waves is not None and c.decode_paged_grid is not None
+                      else None)
         self._prefill = Interp.of(c.prefill_attention)
         #: the paged kernel's groups over shared pages are costed (``kernel="paged"`` and the
         #: profile measured them): an engine with that kernel then passes its forked groups
@@ -132,6 +140,21 @@ class CostModel:
             self.extrapolated += 1
             self._past_paged(n_seqs, kv_tokens)
         return interp.scalar(kv_tokens)
+
+    def paged_excess(self, n_seqs: int, kv_tokens: float, longest: float) -> float:
+        """Seconds the longest of ``n_seqs`` decodes (``longest`` KV tokens; ``kv_tokens`` in
+        all) adds to :meth:`paged_time` (0 without the profile's ``decode_paged_waves``)."""
+        waves = self.waves
+        if waves is None or n_seqs < 2:
+            return 0.0
+        self._count_longest(longest)
+        return waves.excess(n_seqs, kv_tokens, longest)
+
+    def _count_longest(self, longest: float) -> None:
+        """Count a longest context past the paged grid's (the excess extrapolates there)."""
+        if longest > self.waves.max_context:  # type: ignore[union-attr]
+            self.extrapolated += 1
+            self._past("decode_context", longest)
 
     def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
         """Seconds the decode kernel spends on the shared prefixes of ``groups`` (read once per
@@ -187,8 +210,10 @@ class CostModel:
         """
         decodes = batch.decodes
         kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
+        longest = (max([s.kv_tokens for s in decodes])
+                   if self.waves is not None and decodes and not shared else None)
         if not batch.prefills:
-            return self.decode_stretch(len(decodes), kv, 0, shared or []).duration(1)
+            return self.decode_stretch(len(decodes), kv, 0, shared or [], longest).duration(1)
         tokens = len(decodes)
         chunks = []
         for seq, n in batch.prefills:
@@ -198,16 +223,20 @@ class CostModel:
         t = self.overhead + self._linear.scalar(tokens) + self.prefill_attention_time(chunks)
         if decodes:
             t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
+            if longest is not None:
+                t += self.paged_excess(len(decodes), kv, longest)
             if shared:
                 t += self.shared_prefix_time(shared)
         host = self.prefill_fixed + self.host_per_seq * (len(batch.prefills) + len(decodes))
         return host + max(self.prefill_scale * t, self.prefill_floor)
 
     def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
-                       shared: list[SharedGroup]) -> DecodeStretch:
+                       shared: list[SharedGroup], longest: int | None = None) -> DecodeStretch:
         """Consecutive decode-only iterations of ``n_seqs`` sequences: step ``j`` reads
         ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
-        prefixes once each."""
+        prefixes once each. ``longest``: the longest sequence's KV tokens at step 0 (every
+        sequence grows by ``kv_growth / n_seqs`` tokens a step), for the skewed-batch excess
+        (ignored with ``shared`` groups or without the profile's ``decode_paged_waves``)."""
         try:
             paged, base, linear_extrapolated = self._decode_rows[n_seqs]
         except KeyError:
@@ -220,33 +249,41 @@ class CostModel:
             self._past_paged(n_seqs, kv_tokens)
         if shared:
             base += self.shared_prefix_time(shared)
-        return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs)
+            longest = None
+        excess = None
+        if longest is not None and self.waves is not None and n_seqs >= 2:
+            excess = ExcessSeries(self.waves, n_seqs, kv_tokens, kv_growth, longest)
+            self._count_longest(longest)
+        return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs, excess)
 
     def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
-                     shared: list[SharedGroup], steps: int) -> np.ndarray:
+                     shared: list[SharedGroup], steps: int,
+                     longest: int | None = None) -> np.ndarray:
         """Durations (s) of ``steps`` decode-only iterations, one by one (for tests, plots)."""
-        stretch = self.decode_stretch(n_seqs, kv_tokens, kv_growth, shared)
+        stretch = self.decode_stretch(n_seqs, kv_tokens, kv_growth, shared, longest)
         return np.array([stretch.step(j) for j in range(steps)])
 
 
 class DecodeStretch:
     """Durations of consecutive decode-only iterations whose KV reads grow linearly.
 
-    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j))`` (``fixed``: the
-    runtime's host time per step, its per-sequence part included). The paged curve (at
-    the stretch's fixed sequence count) is piecewise linear, so the durations form an
-    arithmetic series on each segment and the length of ``k`` steps has a closed form: a
-    stretch of thousands of iterations costs a few float operations. It equals the sum of the
-    single steps up to float rounding (< 1 ns).
+    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j) + excess(j))``
+    (``fixed``: the runtime's host time per step, its per-sequence part included;
+    ``excess``: the optional skewed-batch :class:`~parrotsim.sim.model.paged_waves.ExcessSeries`,
+    else 0). The paged curve (at the stretch's fixed sequence count) and the excess are
+    piecewise linear, so the durations form an arithmetic series on each segment and the
+    length of ``k`` steps has a closed form: a stretch of thousands of iterations costs a few
+    float operations. It equals the sum of the single steps up to float rounding (< 1 ns).
     """
 
     __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "fixed", "first", "_a0", "_b0",
-                 "_n0")
+                 "_n0", "excess")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
-                 paged: Interp, n_seqs: int = 0) -> None:
+                 paged: Interp, n_seqs: int = 0, excess: ExcessSeries | None = None) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
         self.n_seqs = n_seqs
+        self.excess = excess
         self.fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
@@ -254,18 +291,26 @@ class DecodeStretch:
         seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
         slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
         self._a0 = self.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
-        #: duration of step 0 (s)
-        self.first = self._a0
         self._b0 = cm.scale * slope * growth
         if seg == last or growth <= 0:
             self._n0 = 1 << 62
         else:
             self._n0 = max(1, math.ceil((xs[seg + 1] - kv0) / growth))
+        if excess is not None:
+            a, b, end = excess.piece(0)
+            self._a0 += cm.scale * a
+            self._b0 += cm.scale * b
+            self._n0 = min(self._n0, end) if growth > 0 else self._n0
+        #: duration of step 0 (s)
+        self.first = self._a0
 
     def step(self, j: int) -> float:
         """Duration of step ``j`` (0-based)."""
         cm = self.cm
-        return self.fixed + cm.scale * (self.base + self.paged.scalar(self.kv0 + self.growth * j))
+        t = self.base + self.paged.scalar(self.kv0 + self.growth * j)
+        if self.excess is not None:
+            t += self.excess.at(j)
+        return self.fixed + cm.scale * t
 
     def duration(self, steps: int) -> float:
         """Total duration of the first ``steps`` steps."""
@@ -276,9 +321,12 @@ class DecodeStretch:
         if last_kv > interp.hi or last_kv < interp.lo:
             self.cm.extrapolated += 1
             self.cm._past_paged(self.n_seqs, last_kv)
+        excess = self.excess
+        if excess is not None:
+            self.cm._count_longest(excess.longest0 + excess.growth / excess.n * (steps - 1))
         if steps <= self._n0:
             return steps * self._a0 + self._b0 * (steps - 1) * steps / 2
-        return self._segments(steps)
+        return self._segments(steps) if excess is None else self._segments_with_excess(steps)
 
     def _segments(self, steps: int) -> float:
         """:meth:`duration` summed segment by segment of the paged curve."""
@@ -300,11 +348,43 @@ class DecodeStretch:
             seg = min(seg + 1, last)
         return total
 
+    def _segments_with_excess(self, steps: int) -> float:
+        """:meth:`duration` summed over the segments where both the paged curve and the
+        excess are linear in the step."""
+        cm, interp, excess = self.cm, self.paged, self.excess
+        xs, ys, last = interp.xs, interp.ys, interp.last
+        total, j = 0.0, 0
+        while j < steps:
+            seg = min(max(bisect_right(xs, self.kv0 + self.growth * j) - 1, 0), last)
+            end = steps
+            if seg < last:
+                end = min(end, max(j + 1, math.ceil((xs[seg + 1] - self.kv0) / self.growth)))
+            ea, eb, e_end = excess.piece(j)  # type: ignore[union-attr]
+            end = int(min(end, e_end))
+            slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+            a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 + self.growth * j
+                                                                        - xs[seg]) + ea)
+            b = cm.scale * (slope * self.growth + eb)
+            n = end - j
+            total += n * a + b * (n - 1) * n / 2
+            j = end
+        return total
+
     def steps_until(self, elapsed: float, limit: int) -> int:
         """The first step count ``j`` in ``[1, limit]`` whose steps last at least ``elapsed``."""
         # Steps never get shorter, so elapsed / first step bounds the answer from above, and
         # it is usually exact: search only below that guess.
         guess = min(limit, max(1, math.ceil(elapsed / self.first)))
+        if self.excess is not None and guess < limit and self.duration(guess) < elapsed:
+            # the excess may shrink as contexts grow (a concave grid row): search above
+            lo, hi = guess, limit
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.duration(mid) >= elapsed:
+                    hi = mid
+                else:
+                    lo = mid
+            return hi
         if guess == 1 or self.duration(guess - 1) < elapsed:
             return guess
         lo, hi = 0, guess - 1  # duration(lo) < elapsed <= duration(hi), duration(0) = 0

@@ -64,8 +64,9 @@ class PagedRows:
             self.logb = [math.log(b) for b in g.x]
             self.logt = [[math.log(s) for s in row] for row in g.seconds]
 
-    def row(self, n: int) -> Interp:
-        """The row of ``n`` sequences."""
+    def row(self, n: float) -> Interp:
+        """The row of ``n`` sequences (fractional for a wave's width,
+        :mod:`parrotsim.sim.model.paged_waves`)."""
         g = self.g
         if g is None:
             row = self.curve

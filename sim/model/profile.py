@@ -98,6 +98,19 @@ class PagedGrid(Grid2D):
         return self
 
 
+class PagedWaves(StrictConfig):
+    """How the paged decode kernel's programs fill the GPU (optional; see
+    :mod:`parrotsim.sim.model.paged_waves`): ``sms`` multiprocessors, each running at most
+    ``programs_per_sm`` of the kernel's programs at once (its occupancy: registers, shared
+    memory and threads per program against the SM's). Both are measured facts of the GPU and
+    the compiled kernel. When given (with a ``decode_paged_grid``), a decode batch of unequal
+    contexts costs more than ``n`` sequences of its mean context: its longest sequence's
+    programs set the kernel's critical path while the batch fits in few waves."""
+
+    sms: int = Field(gt=0)
+    programs_per_sm: int = Field(gt=0)
+
+
 class GpuSpec(StrictConfig):
     """Datasheet (or measured) facts of the GPU."""
 
@@ -142,6 +155,10 @@ class Curves(StrictConfig):
     #: evaluates it at the batch's sequence count and mean context); ``decode_per_seq_s`` is
     #: added either way
     decode_paged_grid: PagedGrid | None = None
+    #: optional (schema 1 compatible): the paged kernel's slots on the GPU; with it a batch's
+    #: longest context adds the critical-path excess of :mod:`parrotsim.sim.model.paged_waves`
+    #: (needs ``decode_paged_grid``, whose rows must not fall with the context)
+    decode_paged_waves: PagedWaves | None = None
     shared_prefix: Grid2D
     #: optional (schema 1 compatible): the same decomposition for the *paged* kernel over
     #: block tables that point at one group's shared prefix pages: its time beyond the
@@ -159,6 +176,19 @@ class Curves(StrictConfig):
     #: given an iteration's prefill attention is the larger of ``prefill_attention`` of the
     #: summed work and the slowest of its chunks on this grid
     prefill_attention_grid: Grid2D | None = None
+
+    @model_validator(mode="after")
+    def _check_waves(self) -> Curves:
+        if self.decode_paged_waves is None:
+            return self
+        g = self.decode_paged_grid
+        if g is None:
+            raise ValueError("decode_paged_waves needs decode_paged_grid")
+        for x, row in zip(g.x, g.seconds, strict=True):
+            if any(b < a for a, b in zip(row, row[1:], strict=False)):
+                raise ValueError(f"decode_paged_grid: the row of {x:g} sequences falls with the "
+                                 "context (decode_paged_waves needs rows that do not)")
+        return self
 
 
 class Runtime(StrictConfig):
@@ -349,11 +379,12 @@ def dump_profile(profile: Profile, path: Path) -> None:
 
 def _plain(profile: Profile) -> dict:
     """The profile as YAML-ready data; an absent optional ``calibration`` block (and its
-    unmeasured fields) and an absent ``paged_shared_prefix`` are left out, so profiles without
-    them are written as before."""
+    unmeasured fields), and absent optional curves (``decode_paged_waves``,
+    ``paged_shared_prefix``) are left out, so profiles without them are written as before."""
     data = profile.model_dump(mode="json")
-    if data["curves"].get("paged_shared_prefix", 0) is None:
-        del data["curves"]["paged_shared_prefix"]
+    for optional in ("decode_paged_waves", "paged_shared_prefix"):
+        if data["curves"].get(optional, 0) is None:
+            del data["curves"][optional]
     if data["calibration"] is None:
         del data["calibration"]
     else:
