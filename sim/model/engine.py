@@ -178,7 +178,9 @@ class Engine:
         else:
             groups, shared_tokens = (), 0
         kv = sum([s.cached_len + s.ctx.tokens for s in decodes]) - shared_tokens
-        stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups)
+        longest = (max([s.cached_len + s.ctx.tokens for s in decodes])
+                   if self.cost.waves is not None and not groups else None)
+        stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
         end = start + stretch.duration(steps)
         if not end > start:
