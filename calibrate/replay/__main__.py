@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         result = replay.run()
         wall = time.perf_counter() - t
         it = result.iterations
+        waves = replay.profile.curves.decode_paged_waves  # the logged model_s include it
         info = {"labels": run.labels, "key": run.key, "config": cfg.model_dump(mode="json"),
+                "model_s_paged_waves": waves.model_dump() if waves is not None else None,
                 "wall_s": round(wall, 2), "forward_calls": {k: gpu.calls[k] - before[k]
                                                            for k in gpu.calls}}
         store(result, args.out / "runs" / name, info)

@@ -35,6 +35,7 @@ import pandas as pd
 
 from parrotsim.calibrate.replay.compare import KEY, replayed_runs, request_errors
 from parrotsim.calibrate.replay.executor import FakeClock, Replay
+from parrotsim.calibrate.replay.skew import model_for
 from parrotsim.calibrate.replay.tables import batch_of
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.model.costmodel import CostModel
@@ -45,9 +46,13 @@ STEPS = ("A cost model (= simulator)", "B + host time", "C + decode GPU excess",
 
 
 def _load(run_dir: Path) -> tuple[RunConfig, pd.DataFrame, pd.DataFrame]:
-    cfg = RunConfig.model_validate(json.loads((run_dir / "meta.json").read_text())["config"])
-    return (cfg, pd.read_parquet(run_dir / "calls.parquet"),
-            pd.read_parquet(run_dir / "iterations.parquet"))
+    """The run's config, calls and iterations (``model_s`` as the config's profile charges
+    it now, skewed-batch excess included where the profile has it)."""
+    meta = json.loads((run_dir / "meta.json").read_text())
+    cfg = RunConfig.model_validate(meta["config"])
+    it = pd.read_parquet(run_dir / "iterations.parquet")
+    it = it.assign(model_s=model_for(it, meta, load_profile(cfg.cluster.profile)))
+    return cfg, pd.read_parquet(run_dir / "calls.parquet"), it
 
 
 def redrive(run_dir: Path) -> tuple[int, int, pd.DataFrame]:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.calibrate.replay.compare_view import format_table, plot
+from parrotsim.calibrate.replay.skew import model_for
 from parrotsim.calibrate.replay.targets import ISSUE_TARGETS, broken, load_bounds
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import simulate
@@ -175,6 +176,8 @@ def compare_run(run_dir: Path, profile: str | None = None) -> tuple[dict, pd.Dat
     real = {t: pd.read_parquet(run_dir / f"{t}.parquet")
             for t in ("calls", "engines", "iterations")}
     real["apps"] = pd.read_parquet(run_dir / "apps.parquet")
+    real["iterations"] = real["iterations"].assign(  # the skewed-batch excess as cfg's profile
+        model_s=model_for(real["iterations"], meta, load_profile(cfg.cluster.profile)))
     sim = simulate(cfg)
     row = {"run": run_dir.name, "profile": cfg.cluster.profile,
            **request_errors(real["calls"], sim.calls), **app_errors(real["apps"], sim.apps)}

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from parrotsim.calibrate.replay.compare import replayed_runs
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.profile import PagedWaves, Profile, load_profile
 
@@ -42,6 +41,28 @@ def with_waves(profile: Profile, waves: PagedWaves | None) -> Profile:
     return profile.model_copy(update={"curves": curves})
 
 
+def excess_seconds(iters: pd.DataFrame, profile: Profile) -> np.ndarray:
+    """Seconds ``profile``'s paged-kernel excess adds to each logged iteration (from its decode
+    count, KV tokens and longest context; 0 with shared-prefix groups or without
+    ``decode_paged_waves``)."""
+    cm = CostModel(profile, KERNEL_ONLY)
+    if cm.waves is None:
+        return np.zeros(len(iters))
+    ok = (iters["shared_groups"] == 0).to_numpy()
+    return np.array([cm.paged_excess(n, kv, m) if use else 0.0 for n, kv, m, use in zip(
+        iters["decode_seqs"].to_numpy(int), iters["decode_kv_tokens"].to_numpy(int),
+        iters["decode_max_ctx"].to_numpy(int), ok, strict=True)])
+
+
+def model_for(iters: pd.DataFrame, run_meta: dict, profile: Profile) -> pd.Series:
+    """The logged kernel-only ``model_s`` as ``profile`` would charge it: the excess of the
+    waves the replay logged with (``run_meta["model_s_paged_waves"]``; absent in replays
+    made before the excess existed) taken out, ``profile``'s put in."""
+    logged = run_meta.get("model_s_paged_waves")
+    then = with_waves(profile, PagedWaves(**logged) if logged else None)
+    return iters["model_s"] + excess_seconds(iters, profile) - excess_seconds(iters, then)
+
+
 def decode_iterations(real_dir: Path, profile: Profile) -> pd.DataFrame:
     """The graph-replayed decode-only iterations of every run, with ``before_s``/``after_s``."""
     before = CostModel(with_waves(profile, None), KERNEL_ONLY)
@@ -49,7 +70,7 @@ def decode_iterations(real_dir: Path, profile: Profile) -> pd.DataFrame:
     if after.waves is None:
         raise ValueError(f"profile {profile.name}: no curves.decode_paged_waves (give --waves)")
     frames = []
-    for run in replayed_runs(real_dir):
+    for run in sorted(p.parent for p in (real_dir / "runs").glob("*/iterations.parquet")):
         it = pd.read_parquet(run / "iterations.parquet")
         it = it[(it["prefill_seqs"] == 0) & (it["decode_seqs"] > 0) & (it["graph"] == 1)
                 & (it["shared_groups"] == 0)]

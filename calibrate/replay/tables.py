@@ -57,16 +57,22 @@ class ReplayResult(RunResult):
         self.iterations = iterations
 
 
-def batch_of(chunks: tuple, decodes: int, decode_kv: int) -> Batch:
-    """A batch of stand-in sequences with the logged KV sizes (for the cost model)."""
+def batch_of(chunks: tuple, decodes: int, decode_kv: int, longest: int | None = None) -> Batch:
+    """A batch of stand-in sequences with the logged KV sizes (for the cost model): the
+    decodes share ``decode_kv`` tokens evenly or, given the ``longest`` context, one holds
+    that many and the others share the rest (the cost model needs only the count, the total
+    and the longest)."""
     def seq(kv: int) -> Sequence:
         s = Sequence(0, "", "", 0, 0)
         s.ctx = Context(None)
         s.ctx.tokens = kv
         return s
+    first = []
+    if longest is not None and decodes > 1:
+        first, decodes, decode_kv = [seq(longest)], decodes - 1, decode_kv - longest
     per, rest = divmod(decode_kv, decodes) if decodes else (0, 0)
     return Batch(prefills=[(seq(kv), n) for n, kv in chunks],
-                 decodes=[seq(per + (i < rest)) for i in range(decodes)])
+                 decodes=first + [seq(per + (i < rest)) for i in range(decodes)])
 
 
 def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
@@ -76,8 +82,8 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
     for i, r in enumerate(replay.device.log):
         shared = list(r.shared)
         shared_tokens = sum(p * n for p, n in shared)
-        model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens),
-                                    shared, shared_tokens)
+        model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens,
+                                             r.decode_max_ctx), shared, shared_tokens)
         gpu, build, launch, graph = (nan, nan, nan, -1) if r.timing is None else r.timing
         post = r.end if r.post is None else r.post
         rows.append((i, r.start, r.end, r.end - r.start, r.ready - r.start, r.end - r.ready,
