@@ -11,7 +11,8 @@ shared-prefix groups):
   iterations whose batch equals the real log's (when all do, the loop reproduced the real
   schedule). It also yields each decode batch's contexts: the table gives the real GPU time
   over the cost model's (``gpu_s / model_s``) by the batch's imbalance, longest context over
-  mean context (the cost model costs a batch as ``n`` sequences of the mean context).
+  mean context (the cost model costs a batch as ``n`` sequences of the mean context, plus the
+  longest sequence's excess where the profile has ``decode_paged_waves``).
 * **what-if**: iteration times from the cost model, then with the real loop's measured
   corrections added one at a time: (B) host time per iteration (mean ``wall - gpu + post``
   of decode and of prefill iterations), (C) decode GPU time over the model (median ratio per
@@ -77,8 +78,9 @@ def redrive(run_dir: Path) -> tuple[int, int, pd.DataFrame]:
     same = int((got[KEY].iloc[:n].to_numpy() == it[KEY].iloc[:n].to_numpy()).all(axis=1).sum())
     dec = it.loc[list(spread)].assign(imbalance=pd.Series({i: v[0] for i, v in spread.items()}))
     dec["ratio"] = dec["gpu_s"] / dec["model_s"]
-    # where the real time falls between the model at the mean context (0) and the model as if
-    # every sequence had the longest context (1): the longest program's share of the kernel
+    # where the real time falls between the model (0: the mean context, plus the skewed-batch
+    # excess where the profile has one) and the model as if every sequence had the longest
+    # context (1): without the excess, the longest program's share of the kernel
     cost = CostModel(load_profile(cfg.cluster.profile), cfg.cluster.engine.runtime)
     at_longest = np.array([cost.iteration_time(batch_of((), n, spread[i][1]))
                            for i, n in zip(dec.index, dec["decode_seqs"], strict=True)])
