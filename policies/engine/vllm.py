@@ -18,11 +18,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Literal
 
 from pydantic import Field
 
-from parrotsim.policies.engine.kv_horizon import steps_within_blocks
 from parrotsim.sim.model.admission import EngineLimits, truncated_prompt
 from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
@@ -30,7 +30,7 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
-from parrotsim.sim.model.sequence import Batch, Sequence, append_token_each
+from parrotsim.sim.model.sequence import Batch, Sequence
 
 #: (seconds per prompt, seconds per prompt token) of decoding the prompts of a prefill batch
 REQUEST_TRACKING_S = (667e-6, 4.44e-6)
@@ -70,9 +70,6 @@ class VllmPolicy(EnginePolicy):
     def __init__(self, cfg: VllmConfig) -> None:
         self.cfg = cfg
         self._unsorted = False  # a re-admitted preempted sequence broke the FCFS order
-        # the decode list last returned and the fewest tokens any of its sequences had left
-        self._decoded: list[Sequence] | None = None
-        self._horizon = 0
 
     def accept(self, seq: Sequence) -> None:
         prompt = truncated_prompt(seq.prompt_len, seq.output_len, self.cfg.capacity_tokens)
@@ -87,9 +84,8 @@ class VllmPolicy(EnginePolicy):
                 + per_token * sum([seq.prompt_len for seq, _ in batch.prefills]))
 
     def schedule(self, state: EngineState) -> Batch:
-        self._decoded = None
         if not state.waiting:
-            return Batch(decodes=self._decode(state))
+            return self._decode(state)
         kv, cfg = state.kv, self.cfg
         watermark = int(cfg.watermark * kv.num_blocks)
         prefills: list[tuple[Sequence, int]] = []
@@ -110,50 +106,72 @@ class VllmPolicy(EnginePolicy):
             if state.running and _fcfs(seq) < _fcfs(state.running[-1]):
                 self._unsorted = True
             state.running.append(seq)
+            state.ledger.admit(seq, _fcfs(seq))  # decodes from the next decode step
             prefills.append((seq, n))
             batched += n
         if prefills:
             return Batch(prefills=prefills)
-        return Batch(decodes=self._decode(state))
+        return self._decode(state)
 
-    def _decode(self, state: EngineState) -> list[Sequence]:
-        kv = state.kv
+    def _decode(self, state: EngineState) -> Batch:
+        ledger = state.ledger
         if self._unsorted:
             state.running.sort(key=_fcfs)
             self._unsorted = False
-        seqs = state.running
         # Each sequence is checked for one free block before it appends its token, and only
         # those whose last block is full take one: if a block is still free after all of them
-        # appended, no check failed and nobody is preempted.
-        horizon = append_token_each(kv, seqs, keep_free=1)
-        if horizon is not None:
-            self._decoded, self._horizon = seqs.copy(), horizon
-            return self._decoded
-        queue = list(state.running)
-        running: list[Sequence] = []
-        while queue:
-            seq = queue.pop(0)
-            while kv.free_blocks < 1:
-                victim = queue.pop() if queue else seq
-                victim.preempt(kv)
-                state.waiting.appendleft(victim)
-                if victim is seq:
+        # appended, no check failed and nobody is preempted. The ledger counts the blocks the
+        # step takes without a pass over the batch.
+        if ledger.try_step(keep_free=1):
+            return Batch(decodes=state.running.copy(), ledger=ledger)
+        return self._preempting_step(state)
+
+    def _preempting_step(self, state: EngineState) -> Batch:
+        """The decode step when the blocks run short, as vLLM takes it: in FCFS order each
+        sequence checks for one free block before it appends its slot; when none is free the
+        newest sequence not yet served is preempted (the sequence itself when none is left).
+        Only a sequence whose last block is full takes a block, so the walk jumps from one
+        such sequence (the ledger lists them) to the next and touches only them and the
+        victims; the survivors then take the step together."""
+        ledger, kv, running = state.ledger, state.kv, state.running
+        takers = [bisect_left(running, _fcfs(s), key=_fcfs) for s in ledger.block_takers()]
+        served, end, t = 0, len(running), 0  # running[served:end] are neither served nor victims
+        taken = 0  # blocks the served sequences take (allocated after the walk)
+        peak = kv.used_blocks
+        while served < end:
+            if kv.free_blocks - taken < 1:
+                while kv.free_blocks - taken < 1 and end - 1 > served:
+                    end -= 1
+                    self._preempt(state, running[end])
+                if kv.free_blocks - taken < 1:  # nobody left to preempt: the sequence itself
+                    end -= 1
+                    self._preempt(state, running[end])
                     break
-            else:
-                kv.grow(seq.ctx, 1)
-                running.append(seq)
-        state.running = running
-        return list(running)
+            if t == len(takers) or takers[t] >= end:  # the rest take no block
+                break
+            served = takers[t] + 1  # those before it take none; it takes the free block
+            t += 1
+            taken += 1
+            peak = max(peak, kv.used_blocks + taken)
+        state.running = running[:end]
+        if ledger.force_step() != taken:
+            raise RuntimeError("decode ledger out of step with the running sequences")
+        if peak > kv.peak_blocks:
+            kv.peak_blocks = peak
+        return Batch(decodes=state.running.copy(), ledger=ledger)
+
+    @staticmethod
+    def _preempt(state: EngineState, seq: Sequence) -> None:
+        """Preemption by recompute: ``seq`` goes back to the head of the waiting queue."""
+        state.ledger.leave(seq)
+        seq.preempt(state.kv)
+        state.waiting.appendleft(seq)
 
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
-        if batch.decodes is self._decoded:  # found by the pass that allocated the step
-            horizon = self._horizon
-        else:
-            horizon = min([s.output_len - s.generated for s in batch.decodes])
-        return steps_within_blocks(batch.decodes, state.kv.free_blocks, state.kv.block_size,
-                                   horizon)
+        ledger = state.ledger  # the batch's decodes are its members
+        return ledger.steps_within(ledger.horizon(), keep_free=1)
 
 
 def _fcfs(seq: Sequence) -> tuple:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from parrotsim.sim.model.decode_ledger import DecodeLedger
 from parrotsim.sim.model.engine_policy import EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
@@ -72,6 +73,16 @@ def end_decode_stretch(kv: KVCache, batch: Batch, steps: int, first_end: float, 
         if used > kv.peak_blocks:
             kv.peak_blocks = used
     for seq in done:
+        finish(seq, end)
+
+
+def end_ledger_stretch(ledger: DecodeLedger, steps: int, first_end: float, end: float,
+                       finish: Finish) -> None:
+    """:func:`end_decode_stretch` for a batch whose decodes are ``ledger``'s members, without
+    a pass over them: the ledger allocates the other steps and emits in closed form; only the
+    members that reach their output length are touched (finished in the batch's order)."""
+    ledger.advance(steps - 1)
+    for seq in ledger.emit(steps, first_end):
         finish(seq, end)
 
 

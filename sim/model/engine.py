@@ -22,7 +22,12 @@ import simpy
 
 from parrotsim.sim.model.admission import EngineLimits, admission_problem
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
-from parrotsim.sim.model.emission import end_decode_stretch, end_prefill_iteration, release
+from parrotsim.sim.model.emission import (
+    end_decode_stretch,
+    end_ledger_stretch,
+    end_prefill_iteration,
+    release,
+)
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
@@ -64,7 +69,9 @@ class Engine:
         self.engine_id = engine_id
         self.policy = policy
         self.cost = cost
-        self.state = EngineState(kv)
+        # stepping one iteration at a time (an executor that looks at every iteration's
+        # sequences) keeps the decode ledger's members up to date after every step
+        self.state = EngineState(kv, eager=not fast_forward)
         self.on_finish = on_finish
         #: whether forked groups change the cost (the shared-prefix kernel, or the paged
         #: kernel when the profile measured it over shared pages)
@@ -177,8 +184,12 @@ class Engine:
             groups, shared_tokens = self._shared_groups(batch)
         else:
             groups, shared_tokens = (), 0
-        kv = sum([s.cached_len + s.ctx.tokens for s in decodes]) - shared_tokens
-        longest = (max([s.cached_len + s.ctx.tokens for s in decodes])
+        ledger = batch.ledger
+        if ledger is not None:  # O(1): the ledger keeps the total
+            kv = ledger.kv_tokens() - shared_tokens
+        else:
+            kv = sum([s.cached_len + s.ctx.tokens for s in decodes]) - shared_tokens
+        longest = (self.longest_context(batch)
                    if self.cost.waves is not None and not groups else None)
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
@@ -226,7 +237,17 @@ class Engine:
                               self._prefix_filled)
 
     def _emit_decode(self, batch: Batch, steps: int, first_end: float, end: float) -> None:
-        end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
+        if batch.ledger is not None:
+            end_ledger_stretch(batch.ledger, steps, first_end, end, self._finish)
+        else:
+            end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
+
+    def longest_context(self, batch: Batch) -> int:
+        """The longest context (tokens, cached prefix included) among ``batch``'s decodes:
+        O(log n) amortized for a ledger batch."""
+        if batch.ledger is not None:
+            return batch.ledger.longest_context()
+        return max([s.cached_len + s.ctx.tokens for s in batch.decodes], default=0)
 
     def _prefix_filled(self, seq: Sequence, end: float) -> None:
         """A shared-prefix fill completed: its KV becomes the cached parent context."""

@@ -17,19 +17,23 @@ from typing import ClassVar
 from parrotsim.core.config import StrictConfig
 from parrotsim.core.registry import Registry
 from parrotsim.sim.model.admission import EngineLimits
+from parrotsim.sim.model.decode_ledger import DecodeLedger
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 
 class EngineState:
-    """The mutable state of one engine that policies act on."""
+    """The mutable state of one engine that policies act on; ``ledger`` accounts the running
+    sequences a policy decodes in lockstep (``eager``: their counters kept up to date after
+    every step, for callers that read them between iterations)."""
 
-    __slots__ = ("waiting", "running", "kv")
+    __slots__ = ("waiting", "running", "kv", "ledger")
 
-    def __init__(self, kv: KVCache) -> None:
+    def __init__(self, kv: KVCache, eager: bool = True) -> None:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.kv = kv
+        self.ledger = DecodeLedger(kv, eager)
 
 
 class EnginePolicy:

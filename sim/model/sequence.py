@@ -9,6 +9,10 @@ cached prefix.
 
 A sequence serves either a call (``request``, the call's record) or, with ``fill_of`` set, the
 fill of a shared prefix into an engine's prefix cache: a helper that generates nothing.
+
+While a sequence decodes as a member of its engine's :class:`~parrotsim.sim.model.decode_ledger.DecodeLedger`
+(``ledger_id >= 0``), its ``ctx.tokens``, ``ctx.blocks`` and ``generated`` may lag behind: the
+ledger writes them back when the sequence leaves it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from parrotsim.sim.model.kv_cache import Context, KVCache
 from parrotsim.sim.model.request import CallInfo
 
 if TYPE_CHECKING:
+    from parrotsim.sim.model.decode_ledger import DecodeLedger
     from parrotsim.sim.model.prefix_cache import PrefixEntry
 
 
@@ -30,8 +35,7 @@ class Sequence:
         "uid", "app_id", "call", "order", "prompt_len", "cached_len", "output_len",
         "fill_target", "filled", "generated", "ctx", "prefix_ctx", "max_requests", "arrived", "admitted",
         "first_token", "finished", "preemptions", "request", "fill_of", "engine_id", "last_fill",
-        "fill_breaks",
-        "waiting_inputs",
+        "fill_breaks", "waiting_inputs", "ledger_id", "tok_base", "gen_base",
     )
 
     def __init__(self, uid: int, app_id: str, call: str, prompt_len: int, output_len: int,
@@ -63,6 +67,11 @@ class Sequence:
         self.fill_of = fill_of
         self.fill_breaks = fill_breaks  # prompt positions where a fill job ends
         self.engine_id = -1
+        # membership of the engine's decode ledger (-1: none) and the ledger's step counters
+        # ``ctx.tokens`` and ``generated`` were last brought up to date at
+        self.ledger_id = -1
+        self.tok_base = 0
+        self.gen_base = 0
 
     @property
     def to_fill(self) -> int:
@@ -106,42 +115,14 @@ class Sequence:
                 f"filled={self.filled}, gen={self.generated}/{self.output_len})")
 
 
-def append_token_each(kv: KVCache, seqs: list[Sequence], keep_free: int) -> int | None:
-    """Give every sequence (each holding a context) the slot of its next output token, if that
-    leaves at least ``keep_free`` blocks free: the batched form of ``allocate(kv, 1)`` a decode
-    step does, in one pass. Returns the fewest output tokens any of them still has to generate
-    (counting the one allocated), or None, changing nothing, when the blocks do not suffice."""
-    bs = kv.block_size
-    used = kv.used_blocks
-    horizon = None
-    for seq in seqs:  # optimistic: grow, and undo in the rare case the pool runs short
-        ctx = seq.ctx
-        n = ctx.tokens + 1
-        ctx.tokens = n
-        need = -(-n // bs)
-        used += need - ctx.blocks
-        ctx.blocks = need
-        left = seq.output_len - seq.generated
-        if horizon is None or left < horizon:
-            horizon = left
-    if used <= kv.num_blocks - keep_free:
-        kv.used_blocks = used
-        if used > kv.peak_blocks:
-            kv.peak_blocks = used
-        return horizon
-    for seq in seqs:
-        ctx = seq.ctx
-        ctx.tokens -= 1
-        ctx.blocks = -(-ctx.tokens // bs)
-    return None
-
-
 @dataclass(slots=True)
 class Batch:
     """What one iteration runs: prompt chunks to fill and sequences that decode one token."""
 
     prefills: list[tuple[Sequence, int]] = field(default_factory=list)
     decodes: list[Sequence] = field(default_factory=list)
+    #: set when ``decodes`` are exactly the members of this ledger, their step allocated
+    ledger: DecodeLedger | None = None
 
     @property
     def empty(self) -> bool:

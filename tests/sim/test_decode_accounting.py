@@ -8,7 +8,8 @@ import pytest
 
 from parrotsim.sim.model.emission import end_decode_stretch
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.sequence import Batch, Sequence, append_token_each
+from parrotsim.sim.model.sequence import Batch, Sequence
+from tests.policies.vllm_engine_reference import append_token_each
 
 
 def running(kv: KVCache, lens: list[tuple[int, int, int]]) -> list[Sequence]:
