@@ -154,12 +154,14 @@ class DecodeLedger:
     # ---- steps ---------------------------------------------------------------------------
     def need(self, extra: int) -> int:
         """Blocks the members take to grow by ``extra`` more tokens each."""
-        q, r = divmod(extra, self._bs)
+        bs = self._bs
+        q, r = divmod(extra, bs)
         blocks = q * len(self._members)
-        if r:
-            slack, s, bs = self._slack, self.step, self._bs
-            for j in range(s + 1, s + r + 1):
-                blocks += slack[j % bs]
+        if r:  # the steps step + 1 .. step + r: a window of _slack, wrapping around
+            slack = self._slack
+            lo = (self.step + 1) % bs
+            hi = lo + r
+            blocks += sum(slack[lo:hi]) if hi <= bs else sum(slack[lo:]) + sum(slack[:hi - bs])
         return blocks
 
     def try_step(self, keep_free: int) -> bool:
