@@ -1,7 +1,8 @@
 """The engine running the shipped vLLM policy (decode ledger: no pass over the batch per
 stretch) does exactly what it did with the per-sequence policy (``vllm_engine_reference``) on
 random scenarios: same iterations (times, batches, steps, KV blocks used and peak at each),
-same finishing order and times, same per-call stamps and preemptions, under tight memory
+same finishing order and times, same per-call stamps and preemptions, the same longest
+context per decode batch (``Engine.longest_context``), under tight memory
 (preemption), block sizes 4 and 16, forks of a cached prefix, arrivals that cut stretches,
 fast-forwarding on (lazy ledger) and off (eager)."""
 
@@ -51,7 +52,8 @@ def run(seed: int, reference: bool, fast_forward: bool) -> tuple:
     def record(engine, start, end, batch, steps):
         log.append((start, end, [(s.uid, n) for s, n in batch.prefills],
                     [s.uid for s in batch.decodes], steps, engine.kv.used_blocks,
-                    engine.kv.peak_blocks, [s.uid for s in engine.state.waiting]))
+                    engine.kv.peak_blocks, [s.uid for s in engine.state.waiting],
+                    engine.longest_context(batch)))
 
     engine = Engine(env, 0, policy, CostModel(PROFILE), kv,
                     on_finish=lambda s, t: finished.append((s.uid, t)),

@@ -5,7 +5,10 @@ import pytest
 from parrotsim.policies.engine.vllm import REQUEST_TRACKING_S, VllmConfig, VllmPolicy
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.model.engine_policy import EngineState
+from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.workloads.app import Text, single_call_app
+from tests.policies.vllm_engine_reference import ReferenceVllmPolicy
 from tests.sim.helpers import seq, state
 
 
@@ -133,3 +136,26 @@ def test_request_tracking_delays_the_first_token_by_the_decode_time():
 
     per_prompt, per_token = REQUEST_TRACKING_S
     assert first_token(True) - first_token(False) == pytest.approx(per_prompt + 1000 * per_token)
+
+
+def test_preempting_step_visits_only_the_sequences_that_take_a_block_and_the_victims():
+    """Prompts of 10, 16, 20, 32, 40 tokens in 10 blocks (9 used): the 16- and 32-token
+    sequences take a block on the next step, 1 is free. Served in FCFS order, the 16 takes the
+    last block; the 20 then finds none and the newest (40) is preempted; the 32 takes one of
+    its blocks. As the per-sequence reference decides, but the survivors whose last block had
+    room (10, 20) are not written to: the ledger holds their step."""
+    outcomes = []
+    for policy in (VllmConfig().make(), ReferenceVllmPolicy(VllmConfig())):
+        seqs = [seq(n, 50, arrived=float(i)) for i, n in enumerate((10, 16, 20, 32, 40))]
+        st = EngineState(KVCache(10, 16), eager=False)
+        st.waiting.extend(seqs)
+        for s, n in policy.schedule(st).prefills:
+            s.filled, s.generated = n, 1
+        b = policy.schedule(st)
+        outcomes.append(([seqs.index(s) for s in b.decodes], [seqs.index(s) for s in st.waiting],
+                         st.kv.used_blocks, st.kv.peak_blocks, seqs[4].preemptions))
+        if b.ledger is not None:
+            assert [seqs[i].ctx.tokens for i in (0, 2)] == [10, 20]  # untouched
+            st.ledger.sync_all()
+        assert [s.ctx.tokens for s in seqs[:4]] == [11, 17, 21, 33]
+    assert outcomes[0] == outcomes[1] == ([0, 1, 2, 3], [4], 8, 10, 1)
