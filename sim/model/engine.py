@@ -11,6 +11,10 @@ of them in one event (the cost model sums their durations in closed form), wakin
 a new call arrives, in which case it finishes the iteration in progress and resumes normal
 scheduling. Stepping and fast-forwarding give the same per-call times up to float rounding
 (well under a nanosecond), which a test checks.
+
+A decode batch that carries the engine's :class:`~parrotsim.sim.model.decode_ledger.DecodeLedger`
+(a policy that decodes all its running calls in lockstep, as vLLM does) is accounted from the
+ledger's running totals: no pass over the batch per stretch.
 """
 
 from __future__ import annotations
