@@ -20,7 +20,7 @@ from parrotsim.sim.harness.store import execute, read_record, run_lock
 SLOW = """\
 name: slow
 run:
-  workload: {kind: sharegpt, num_requests: 3000, rate: 50.0}
+  workload: {kind: sharegpt, num_requests: 30000, rate: 50.0}
 sweep:
   workload.rate: [50.0, 60.0]
 """
