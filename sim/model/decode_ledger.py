@@ -109,6 +109,7 @@ class DecodeLedger:
         self._kv_offset -= seq.cached_len + a
         del self._members[seq.ledger_id]
         seq.ledger_id = -1
+        seq.tok_base = seq.gen_base = 0  # no int objects kept alive by finished calls
         if self._longest is not None and len(self._longest) > 2 * len(self._members) + 64:
             self._longest = None  # rebuilt from the members on the next query
 
@@ -119,6 +120,7 @@ class DecodeLedger:
         for seq in self._members.values():
             self._materialize(seq)
             seq.ledger_id = -1
+            seq.tok_base = seq.gen_base = 0
         self._members.clear()
         self._slack = [0] * self._bs
         self._takers = [{} for _ in range(self._bs)]
