@@ -46,11 +46,11 @@ should set an engine's ``requests_bound`` from :meth:`ParrotScheduler.call_bound
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field
 
+from parrotsim.policies.cluster.parrot_loads import ClusterLoads
 from parrotsim.sim.model.cluster_policy import (
     CallInfo,
     ClusterPolicy,
@@ -81,27 +81,6 @@ class ParrotSchedulerConfig(ClusterPolicyConfig):
         return ParrotScheduler(self)
 
 
-@dataclass(slots=True)
-class _Load:
-    """The scheduler's private view of one engine during a dispatch call."""
-
-    index: int
-    num: int
-    tokens: int
-    cap: int
-    tokens_cap: int
-    bound: int
-    latency: int
-    #: the engine's prefix keys (the manager's set, read only here)
-    prefixes: set[str] = field(default_factory=set)
-    #: prefixes of calls placed on the engine during this dispatch call
-    placed: set[str] = field(default_factory=set)
-
-    def holds(self, key: str | None) -> bool:
-        """Whether the engine holds, or is about to hold, the prefix context ``key``."""
-        return key in self.prefixes or key in self.placed
-
-
 class ParrotScheduler(ClusterPolicy):
     """Algorithm 1 / the artifact dispatcher (see module docstring)."""
 
@@ -113,6 +92,7 @@ class ParrotScheduler(ClusterPolicy):
         self._instant: float | None = None
         self._pulled: list[int] = []
         self._dispatched: dict[str, int] = {}
+        self._loads: ClusterLoads | None = None  # the loads of the last dispatch's engines
 
     # ---- per-call facts ------------------------------------------------------------------
     def objective(self, call: CallInfo) -> str | None:
@@ -133,20 +113,34 @@ class ParrotScheduler(ClusterPolicy):
     # ---- dispatch ------------------------------------------------------------------------
     def dispatch(self, queue: list[CallInfo], engines: list[EngineLoad],
                  now: float) -> list[tuple[CallInfo, int]]:
-        cfg = self.cfg
-        cap_tokens = cfg.tokens_capacity if cfg.tokens_capacity is not None else UNBOUNDED_TOKENS
-        loads = [_Load(i, e.num_requests, e.reserved_tokens,
-                       min(e.max_requests, cfg.max_requests_per_engine),
-                       min(e.tokens_capacity, cap_tokens), e.requests_bound, e.latency_calls,
-                       e.prefixes) for i, e in enumerate(engines)]
+        loads = self._loads
+        if loads is None or loads.engines is not engines:
+            cfg = self.cfg
+            loads = self._loads = ClusterLoads(
+                engines, cfg.max_requests_per_engine,
+                cfg.tokens_capacity if cfg.tokens_capacity is not None else UNBOUNDED_TOKENS)
         out: list[tuple[CallInfo, int]] = []
+        try:
+            self._dispatch(queue, loads, now, out)
+        finally:
+            loads.end()
+        return out
+
+    def on_finish(self, call: CallInfo, engine_id: int) -> None:
+        if self._loads is not None:
+            self._loads.freed(engine_id)
+
+    def _dispatch(self, queue: list[CallInfo], loads: ClusterLoads, now: float,
+                  out: list[tuple[CallInfo, int]]) -> None:
+        cfg = self.cfg
         if cfg.mode == "artifact":
             order = self._artifact_order(queue, now) if cfg.app_fifo else queue
             for call in order:
-                self._place([call], loads, out)
+                if not self._place([call], loads, out):
+                    break
             if cfg.app_fifo:
                 self._dispatched_now(order, out)
-            return out
+            return
         if cfg.app_fifo:
             order = sorted(queue, key=lambda c: (c.app_seq, c.depth))
         else:
@@ -170,8 +164,8 @@ class ParrotScheduler(ClusterPolicy):
                 unit = [call]
             unit = [c for c in unit if c.uid not in done]
             done.update(c.uid for c in unit)
-            self._place(unit, loads, out)
-        return out
+            if not self._place(unit, loads, out):
+                break
 
     def _artifact_order(self, queue: list[CallInfo], now: float) -> list[CallInfo]:
         """The artifact's thread-queue order of ``queue`` with App-FIFO promotion: calls pulled
@@ -203,85 +197,143 @@ class ParrotScheduler(ClusterPolicy):
         self._pulled = [u for u in self._pulled if u not in placed]
         self._order = [c.uid for c in order if c.uid not in placed]
 
-    def _place(self, unit: list[CallInfo], loads: list[_Load],
-               out: list[tuple[CallInfo, int]]) -> None:
-        """Place ``unit`` on one engine, or split it over several if none takes it whole."""
+    # ---- FindEngine ----------------------------------------------------------------------
+    def _place(self, unit: list[CallInfo], loads: ClusterLoads,
+               out: list[tuple[CallInfo, int]]) -> bool:
+        """Place ``unit`` on one engine, or split it over several if none takes it whole;
+        False once no engine has a free request slot left (nothing more can be placed)."""
+        cfg = self.cfg
         while unit:
-            best: tuple | None = None
-            for load in loads:
-                m = self._fit(load, unit)
-                if m == 0:
-                    continue
-                key = self._rank(load, unit[:m], m)
-                if best is None or key < best[0]:
-                    best = (key, load, m)
-            if best is None:
-                return
-            _, load, m = best
+            if cfg.dag_aware:
+                found = self._best_of_all(unit, loads)
+            else:
+                found = self._best_holder(unit, loads) if cfg.ctx_aware else None
+                if found is None:
+                    top = loads.most_free()
+                    if top is None or top[1] <= 0:
+                        return False
+                    found = self._most_free(unit, loads, *top)
+            if found is None:
+                return True
+            index, m = found
             for c in unit[:m]:
-                self._take(load, c)
-                out.append((c, load.index))
+                loads.take(index, c, self.call_bound(c) if cfg.dag_aware else None,
+                           self.objective(c) == "latency")
+                out.append((c, index))
             unit = unit[m:]
+        return True
 
-    def _fit(self, load: _Load, unit: list[CallInfo]) -> int:
-        """How many leading calls of ``unit`` the engine admits together."""
-        m, tokens, bound = 0, load.tokens, load.bound
+    def _fit(self, loads: ClusterLoads, i: int, unit: list[CallInfo]) -> int:
+        """How many leading calls of ``unit`` engine ``i`` admits together."""
+        num, cap = loads.requests(i), loads.capacity(i)
+        tokens, tokens_cap = loads.reserved(i), loads.token_capacity(i)
+        dag_aware = self.cfg.dag_aware
+        bound = loads.bound(i) if dag_aware else 0
+        m = 0
         for c in unit:
-            n = load.num + m + 1
+            n = num + m + 1
             tokens += c.tokens
-            if n > load.cap or tokens > load.tokens_cap:
+            if n > cap or tokens > tokens_cap:
                 break
-            if self.cfg.dag_aware:
+            if dag_aware:
                 bound = min(bound, self.call_bound(c))
                 if n > bound:
                     break
             m += 1
         return m
 
-    def _rank(self, load: _Load, part: list[CallInfo], m: int) -> tuple:
-        """Sort key of an engine for ``part`` (smaller is better)."""
+    def _best_holder(self, unit: list[CallInfo], loads: ClusterLoads) -> tuple[int, int] | None:
+        """(engine, calls it takes) among the engines holding the context of ``unit``'s first
+        call (prefix affinity, without ``dag_aware``), or None if none takes any: the deepest
+        prefix, then the longest leading part, then the first engine (paper mode); the first
+        engine holding the shared prefix (artifact mode)."""
+        call = unit[0]
+        artifact = self.cfg.mode == "artifact"
+        if artifact:
+            keys = [call.shared_prefix] if call.shared_prefix is not None else []
+        else:
+            keys = [*call.prefix_keys]
+            if call.shared_prefix is not None:
+                keys.append(call.shared_prefix)
+        if not keys:
+            return None
+        best: tuple[int, int, int] | None = None
+        for i in loads.holders(keys):
+            depth = (1 if loads.holds(i, call.shared_prefix) else 0) if artifact else \
+                self._held_depth(loads, i, call)
+            if depth == 0:
+                continue
+            m = self._fit(loads, i, unit)
+            if m == 0:
+                continue
+            key = (0, 0, i) if artifact else (-depth, -m, i)
+            if best is None or key < best:
+                best = key
+        return None if best is None else (best[2], self._fit(loads, best[2], unit))
+
+    def _most_free(self, unit: list[CallInfo], loads: ClusterLoads, top: int,
+                   free: int) -> tuple[int, int] | None:
+        """Load balance (without ``dag_aware``): the engine taking the longest leading part of
+        ``unit``, then the one with the most free slots, then the first. The engine with the
+        most free slots (``top``, ``free`` of them) takes min(len(unit), free) calls unless its
+        tokens run out first, and then no engine takes more; only then is every engine
+        ranked."""
+        m = self._fit(loads, top, unit)
+        if m == min(len(unit), free):
+            return top, m
+        best: tuple[int, int, int] | None = None
+        for i in range(len(loads.engines)):
+            m = self._fit(loads, i, unit)
+            if m == 0:
+                continue
+            key = (-m, -loads.free_slots(i), i)
+            if best is None or key < best:
+                best = key
+        return None if best is None else (best[2], -best[0])
+
+    def _best_of_all(self, unit: list[CallInfo], loads: ClusterLoads) -> tuple[int, int] | None:
+        """(engine, calls it takes) by :meth:`_rank` over every engine (``dag_aware``)."""
+        best: tuple | None = None
+        for i in range(len(loads.engines)):
+            m = self._fit(loads, i, unit)
+            if m == 0:
+                continue
+            key = self._rank(loads, i, unit[:m], m)
+            if best is None or key < best[0]:
+                best = (key, i, m)
+        return None if best is None else (best[1], best[2])
+
+    def _rank(self, loads: ClusterLoads, i: int, part: list[CallInfo], m: int) -> tuple:
+        """Sort key of engine ``i`` for ``part`` with ``dag_aware`` (smaller is better)."""
         cfg = self.cfg
+        num, tokens = loads.requests(i), loads.reserved(i)
+        cap = loads.capacity(i)
         if cfg.mode == "artifact":
-            held = cfg.ctx_aware and load.holds(part[0].shared_prefix)
-            if held:
-                return (0, load.index)
-            locs = load.cap - load.num  # remain_thread_locs: capacity only, never the bound
-            return (1, locs if cfg.dag_aware else -locs, load.index)
-        slots = (min(load.cap, load.bound) if cfg.dag_aware else load.cap) - load.num
+            if cfg.ctx_aware and loads.holds(i, part[0].shared_prefix):
+                return (0, i)
+            return (1, cap - num, i)  # remain_thread_locs: capacity only, never the bound
+        slots = min(cap, loads.bound(i)) - num
         tier = 0
-        if cfg.dag_aware:
-            objs = {self.objective(c) for c in part}
-            if "latency" in objs:
-                budget = min(self.call_bound(c) for c in part if self.objective(c) == "latency")
-                within = (load.num + m <= budget and
-                          load.tokens + sum(c.tokens for c in part) <= cfg.latency_max_tokens)
-                tier = 0 if within else 1
-            elif "throughput" in objs:
-                tier = 0 if load.latency == 0 else 1
-        depth = self._held_depth(load, part[0]) if cfg.ctx_aware else 0
+        objs = {self.objective(c) for c in part}
+        if "latency" in objs:
+            budget = min(self.call_bound(c) for c in part if self.objective(c) == "latency")
+            within = (num + m <= budget and
+                      tokens + sum(c.tokens for c in part) <= cfg.latency_max_tokens)
+            tier = 0 if within else 1
+        elif "throughput" in objs:
+            tier = 0 if loads.latency_calls(i) == 0 else 1
+        depth = self._held_depth(loads, i, part[0]) if cfg.ctx_aware else 0
         if depth > 0:
-            return (tier, -depth, -m, 0, load.index)
-        if cfg.dag_aware:
-            return (tier, 0, -m, slots, load.tokens_cap - load.tokens, load.index)
-        return (tier, 0, -m, -slots, load.index)
+            return (tier, -depth, -m, 0, i)
+        return (tier, 0, -m, slots, loads.token_capacity(i) - tokens, i)
 
     @staticmethod
-    def _held_depth(load: _Load, call: CallInfo) -> int:
-        """Tokens of the longest prefix of ``call`` whose context the engine holds."""
+    def _held_depth(loads: ClusterLoads, i: int, call: CallInfo) -> int:
+        """Tokens of the longest prefix of ``call`` whose context engine ``i`` holds."""
         best = 0
         for key, n in zip(call.prefix_keys, call.prefix_lens, strict=False):
-            if load.holds(key):
+            if loads.holds(i, key):
                 best = max(best, n)
-        if best == 0 and load.holds(call.shared_prefix):
+        if best == 0 and loads.holds(i, call.shared_prefix):
             best = 1
         return best
-
-    def _take(self, load: _Load, call: CallInfo) -> None:
-        load.num += 1
-        load.tokens += call.tokens
-        if self.cfg.dag_aware:
-            load.bound = min(load.bound, self.call_bound(call))
-        if self.objective(call) == "latency":
-            load.latency += 1
-        if call.shared_prefix is not None:
-            load.placed.add(call.shared_prefix)

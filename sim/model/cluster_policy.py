@@ -17,7 +17,99 @@ from parrotsim.core.registry import Registry
 from parrotsim.sim.model.request import CallInfo, Objective
 
 __all__ = ["CLUSTER_POLICIES", "CallInfo", "ClusterPolicy", "ClusterPolicyConfig", "EngineLoad",
-           "Objective", "register_cluster_policy"]
+           "HeldPrefixes", "Objective", "PrefixIndex", "register_cluster_policy"]
+
+#: prefix key -> indices of the engines holding its context
+PrefixIndex = dict[str, set[int]]
+
+
+class HeldPrefixes(set):
+    """The prefix keys whose context one engine holds: a set that, once given an ``index``
+    (:meth:`attach`), keeps it current, so a scheduler finds the engines holding a prefix
+    without looking at every engine. Only its mutating methods are overridden (membership and
+    iteration are the plain set's); every one of them goes through :meth:`add` or
+    :meth:`discard`."""
+
+    def __init__(self, keys=()) -> None:
+        super().__init__(keys)
+        self.index: PrefixIndex | None = None
+        self.engine = -1
+
+    def attach(self, index: PrefixIndex, engine: int) -> None:
+        """Keep ``index`` current for the engine at position ``engine`` of the cluster, starting
+        with the keys held now."""
+        self.index, self.engine = index, engine
+        for key in self:
+            index.setdefault(key, set()).add(engine)
+
+    def add(self, key: str) -> None:
+        if key not in self:
+            super().add(key)
+            if self.index is not None:
+                self.index.setdefault(key, set()).add(self.engine)
+
+    def discard(self, key: str) -> None:
+        if key in self:
+            super().discard(key)
+            if self.index is not None:
+                holders = self.index[key]
+                holders.discard(self.engine)
+                if not holders:
+                    del self.index[key]
+
+    def remove(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.discard(key)
+
+    def pop(self) -> str:
+        if not self:
+            raise KeyError("pop from an empty set")
+        key = next(iter(self))
+        self.discard(key)
+        return key
+
+    def clear(self) -> None:
+        for key in list(self):
+            self.discard(key)
+
+    def update(self, *others) -> None:
+        for other in others:
+            for key in other:
+                self.add(key)
+
+    def difference_update(self, *others) -> None:
+        for other in others:
+            for key in list(other):
+                self.discard(key)
+
+    def intersection_update(self, *others) -> None:
+        keep = set(self).intersection(*others)
+        self.difference_update([k for k in self if k not in keep])
+
+    def symmetric_difference_update(self, other) -> None:
+        for key in set(other):
+            if key in self:
+                self.discard(key)
+            else:
+                self.add(key)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __isub__(self, other):
+        self.difference_update(other)
+        return self
+
+    def __iand__(self, other):
+        self.intersection_update(other)
+        return self
+
+    def __ixor__(self, other):
+        self.symmetric_difference_update(other)
+        return self
+
 
 @dataclass(slots=True)
 class EngineLoad:
@@ -26,8 +118,9 @@ class EngineLoad:
     ``num_requests``/``reserved_tokens`` count dispatched, unfinished calls (tokens = prompt +
     output of each); ``max_requests`` and ``tokens_capacity`` are the engine's admission limits
     (Parrot's ``threads_capacity``/``tokens_capacity``); ``requests_bound`` is the smallest
-    ``max_requests`` hint among its calls; ``prefixes`` the prefix keys whose context it holds;
-    ``latency_calls`` how many of its calls are latency-sensitive.
+    ``max_requests`` hint among its calls; ``prefixes`` the prefix keys whose context it holds
+    (a :class:`HeldPrefixes` unless replaced by a plain set); ``latency_calls`` how many of its
+    calls are latency-sensitive.
     """
 
     engine_id: int
@@ -36,7 +129,7 @@ class EngineLoad:
     max_requests: int = 1 << 30
     tokens_capacity: int = 1 << 60
     requests_bound: int = 1 << 30
-    prefixes: set[str] = field(default_factory=set)
+    prefixes: set[str] = field(default_factory=HeldPrefixes)
     latency_calls: int = 0
     bounds: list[int] = field(default_factory=list)
 

@@ -229,3 +229,49 @@ def test_artifact_best_fit_ranks_by_capacity_not_by_the_bound():
     later_map = ci()
     assert placed(sched(mode="artifact", dag_aware=True).dispatch([later_map], es, 0.0)) == {
         later_map.uid: 1}
+
+
+def test_load_balance_takes_the_engine_fitting_most_calls_of_a_unit():
+    """The engine with the most free slots (engine 0, first of equals) fits only two of three
+    sharers by tokens: engine 1, which fits all three, takes them."""
+    es = engines(2)
+    es[0].tokens_capacity = 250
+    sharers = [ci(app=f"u{i}", seq=i, shared_prefix="sys") for i in range(3)]
+    assert placed(sched(ctx_aware=True).dispatch(sharers, es, 0.0)) == {
+        c.uid: 1 for c in sharers}
+
+
+def test_free_slots_follow_dispatches_and_finishes():
+    """The scheduler keeps its view of free slots between dispatches: its own placements
+    count at once, a finish (``on_finish``, after the manager's accounting) frees a slot."""
+    es = engines(3, max_requests=2)
+    s = sched()
+    first = [ci() for _ in range(4)]
+    out = s.dispatch(first, es, 0.0)
+    assert [e for _, e in out] == [0, 1, 2, 0]
+    for _, e in out:  # the manager's accounting
+        es[e].num_requests += 1
+    assert [e for _, e in s.dispatch([ci(), ci(), ci()], es, 1.0)] == [1, 2]
+    es[1].num_requests += 1
+    es[2].num_requests += 1
+    es[0].num_requests -= 1
+    s.on_finish(first[0], 0)
+    assert [e for _, e in s.dispatch([ci()], es, 2.0)] == [0]
+
+
+def test_engines_are_found_by_prefix_key():
+    """Engines' held-prefix sets keep an index (key -> engines) current as contexts come and
+    go; the scheduler places a call by it."""
+    es = engines(4)
+    s = sched(ctx_aware=True)
+    c = ci(shared_prefix="sys", prefix_keys=("sys",), prefix_lens=(50,))
+    assert placed(s.dispatch([c], es, 0.0)) == {c.uid: 0}  # nobody holds it: load balance
+    es[2].prefixes.add("sys")
+    es[3].prefixes.add("sys")
+    assert es[0].prefixes.index == {"sys": {2, 3}}
+    assert placed(s.dispatch([c], es, 1.0)) == {c.uid: 2}
+    es[2].prefixes.discard("sys")
+    assert es[0].prefixes.index == {"sys": {3}}
+    assert placed(s.dispatch([c], es, 2.0)) == {c.uid: 3}
+    es[3].prefixes.clear()
+    assert es[0].prefixes.index == {}
