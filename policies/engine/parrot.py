@@ -102,7 +102,9 @@ class ParrotEnginePolicy(EnginePolicy):
 
     def __init__(self, cfg: ParrotEngineConfig) -> None:
         self.cfg = cfg
-        self._parked: set[int] = set()  # uids waiting for their prefix context
+        #: sequences the admission walk found not ready (waiting for their inputs or their
+        #: prefix context), by uid: they stay in the waiting queue until ready
+        self._parked: dict[int, Sequence] = {}
         self._held: set[int] = set()  # uids the last walk held back
         self._unstable = False  # the last iteration held back for memory or preempted
 
@@ -141,11 +143,15 @@ class ParrotEnginePolicy(EnginePolicy):
 
     def _release_parked(self, state: EngineState) -> None:
         """Forked calls whose prefix became ready (and calls whose inputs completed) join the
-        waiting tail."""
-        ready = [s for s in state.waiting if s.uid in self._parked and _ready(s)]
+        waiting tail, in queue order. The parked sequences are looked at first: the queue is
+        walked only when one of them is ready."""
+        ready_uids = {uid for uid, s in self._parked.items() if _ready(s)}
+        if not ready_uids:
+            return
+        ready = [s for s in state.waiting if s.uid in ready_uids]
         for s in ready:
             state.waiting.remove(s)
-            self._parked.discard(s.uid)
+            del self._parked[s.uid]
         state.waiting.extend(ready)
 
     def _admit(self, state: EngineState, dry: bool = False,
@@ -170,7 +176,7 @@ class ParrotEnginePolicy(EnginePolicy):
             if ctx is None and (s.waiting_inputs or (
                     s.prefix_ctx is not None and not getattr(s.prefix_ctx, "ready", True))):
                 if not dry:
-                    self._parked.add(s.uid)
+                    self._parked[s.uid] = s
                 continue
             n = s.fill_target - s.filled
             if n > 0:
@@ -254,11 +260,18 @@ class ParrotEnginePolicy(EnginePolicy):
             if cands:
                 self._unstable = True
                 prefills, decodes = self._unstick(state, min(cands, key=self._key), fill_n)
-        if held or short or stuck:  # every survivor ran otherwise: running stays as sorted
+        if held or stuck:  # every survivor ran otherwise: running stays as sorted
             ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
             back = [s for s in state.running if id(s) not in ran]
             state.running = [s for s in state.running if id(s) in ran]
             state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
+        elif short:  # every survivor ran but those short of a block, which are in running order
+            if prefills:
+                out = {id(s) for s in short}
+                state.running = [s for s in state.running if id(s) not in out]
+            else:  # the decodes are what ran, in running order
+                state.running = list(decodes)
+            state.waiting.extendleft(short)
         self._held = {s.uid for s in held}
         return Batch(prefills=prefills, decodes=decodes)
 
@@ -301,7 +314,7 @@ class ParrotEnginePolicy(EnginePolicy):
             if s.to_fill == 0:
                 continue
             if not _ready(s):
-                self._parked.add(s.uid)
+                self._parked[s.uid] = s
                 continue
             n = self._fill_tokens(s)
             need = self._fill_blocks(state, s, n)
