@@ -36,6 +36,7 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from operator import attrgetter
 from typing import ClassVar, Literal
@@ -107,6 +108,10 @@ class ParrotEnginePolicy(EnginePolicy):
         self._parked: dict[int, Sequence] = {}
         self._held: set[int] = set()  # uids the last walk held back
         self._unstable = False  # the last iteration held back for memory or preempted
+        #: the Generates the last iteration put back at the head of the waiting queue for want
+        #: of a block (in running order; the queue holds them reversed), None if it put back
+        #: anything else
+        self._short_head: list[Sequence] | None = None
 
     # ---- helpers -------------------------------------------------------------------------
     @property
@@ -155,10 +160,12 @@ class ParrotEnginePolicy(EnginePolicy):
         state.waiting.extend(ready)
 
     def _admit(self, state: EngineState, dry: bool = False,
-               expected: set[int] | None = None) -> list[tuple[Sequence, int]]:
+               expected: set[int] | None = None,
+               head: list[Sequence] | None = None) -> list[tuple[Sequence, int]]:
         """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate). A
         ``dry`` run changes nothing; given ``expected`` uids it stops at the first admitted job
-        outside them (the caller only asks whether the admitted set is exactly ``expected``).
+        outside them (the caller only asks whether the admitted set is exactly ``expected``);
+        ``head``: Generates known to lead the queue, reversed (``_short_head``).
 
         One pass over the waiting queue with the per-job tests inlined (:func:`_ready`,
         :meth:`_fill_tokens`, :meth:`_fill_blocks`): a held-back batch leaves a long queue that
@@ -171,7 +178,21 @@ class ParrotEnginePolicy(EnginePolicy):
         free, bs = kv.free_blocks, kv.block_size
         fills_blocked = False
         out: list[tuple[Sequence, int]] = []
-        for s in state.waiting:
+        waiting = state.waiting
+        if head is not None and len(waiting) >= len(head) and \
+                waiting[0] is head[-1] and waiting[len(head) - 1] is head[0]:
+            # the queue starts with Generates the last iteration put back: ready, no fill
+            # tokens, each admitted while jobs < max_batch and (jobs == 0 or batched + 1 <=
+            # max_tokens), jobs == batched here; the walk goes on after them if all are
+            k = len(head)
+            admitted = min(k, max(0, min(max_batch, max_tokens) - jobs))
+            out = [(s, 0) for s in reversed(head[k - admitted:])]
+            if admitted < k:
+                return out
+            jobs += k
+            batched += k
+            waiting = itertools.islice(waiting, k, None)
+        for s in waiting:
             ctx = s.ctx
             if ctx is None and (s.waiting_inputs or (
                     s.prefix_ctx is not None and not getattr(s.prefix_ctx, "ready", True))):
@@ -224,11 +245,12 @@ class ParrotEnginePolicy(EnginePolicy):
         if self._parked:
             self._release_parked(state)
         self._held, self._unstable = set(), False
+        head, self._short_head = self._short_head, None
         if self.cfg.scheduler == "tgi":
             batch = self._prefill_only(state)
             if batch is not None:
                 return batch
-        jobs = self._admit(state)
+        jobs = self._admit(state, head=head)
         fill_n = {s.uid: n for s, n in jobs if n}
         self._take(state, jobs)
         state.running.sort(key=self._key)
@@ -272,6 +294,7 @@ class ParrotEnginePolicy(EnginePolicy):
             else:  # the decodes are what ran, in running order
                 state.running = list(decodes)
             state.waiting.extendleft(short)
+            self._short_head = short
         self._held = {s.uid for s in held}
         return Batch(prefills=prefills, decodes=decodes)
 

@@ -257,3 +257,23 @@ def test_constant_prefix_is_a_fill_job_of_its_own():
     assert step(p, st).decodes == [s]
     forked = seq(100, 2, fill_breaks=(40,), cached_len=40)  # prefix forked: no job for it
     assert fills(step(policy(), state(1000, forked))) == [60]
+
+
+def test_generates_put_back_for_a_block_are_readmitted_as_the_walk_would():
+    """Generates short of a block go back to the head of the queue (reversed) and the next
+    iteration takes them without walking them: as many as the walk would admit, in its order,
+    also when the batched-token budget stops it among them."""
+    for budget in (3, 4, 100):
+        p = policy(max_num_batched_tokens=budget)
+        st = state(100)
+        gens = [seq(10, 50, arrived=float(i)) for i in range(5)]
+        kv = st.kv
+        for s in gens:
+            s.ctx = kv.create()
+            kv.grow(s.ctx, 16)  # a full block: the next token needs another
+            s.filled = s.fill_target
+        st.running = gens[:1]
+        st.waiting.extendleft(gens[1:])  # as schedule puts back gens[1:], in running order
+        walked = p._admit(st)
+        assert p._admit(st, head=gens[1:]) == walked
+        assert len(walked) == min(4, budget - 1)

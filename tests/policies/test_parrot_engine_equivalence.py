@@ -22,7 +22,8 @@ def scenario(seed: int, scheduler: str, reference: bool):
     rr = random.Random(seed)
     cfg = ParrotEngineConfig(
         scheduler=scheduler, max_batch_size=rr.randint(1, 8),
-        max_num_batched_tokens=rr.randint(40, 600),
+        max_num_batched_tokens=rr.choice([rr.randint(40, 600), rr.randint(40, 600),
+                                          rr.randint(1, 6)]),
         max_total_tokens=rr.choice([None, None, rr.randint(100, 1500)]),
         fill_chunk_size=rr.choice([None, rr.randint(8, 100)]))
     policy = ReferenceParrotEnginePolicy(cfg) if reference else cfg.make()
