@@ -40,8 +40,13 @@ last producer is dispatched); calls pulled at one instant keep their arrival ord
 calls pulled earlier. (The artifact's ``CallInfo`` carries no DAG edges, so a same-app call
 deeper in the DAG that becomes ready at that instant for another reason is pulled too.)
 
-Decisions update a private copy of the loads; the manager applies the real accounting, and
-should set an engine's ``requests_bound`` from :meth:`ParrotScheduler.call_bound`.
+A dispatch reads the manager's loads plus its own placements so far
+(:class:`~parrotsim.policies.cluster.parrot_loads.ClusterLoads`): engines holding a prefix are
+looked up by key and, without ``dag_aware``, the load balance's engine is the top of a heap of
+free slots, so a dispatch costs O(calls x (holders + log engines)); with ``dag_aware`` every
+engine is ranked. The manager applies the real accounting, tells the scheduler of every finish
+or rejection (``on_finish``), and should set an engine's ``requests_bound`` from
+:meth:`ParrotScheduler.call_bound`.
 """
 
 from __future__ import annotations
