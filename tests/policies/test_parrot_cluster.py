@@ -1,7 +1,7 @@
 """Parrot's cluster scheduler: Algorithm 1 branches, app FIFO, FindEngine filters/preferences."""
 
 from parrotsim.policies.cluster.parrot import ParrotScheduler, ParrotSchedulerConfig
-from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
+from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad, HeldPrefixes
 
 _uid = iter(range(10**9))
 
@@ -275,3 +275,21 @@ def test_engines_are_found_by_prefix_key():
     assert placed(s.dispatch([c], es, 2.0)) == {c.uid: 3}
     es[3].prefixes.clear()
     assert es[0].prefixes.index == {}
+
+
+def test_held_prefixes_keep_the_index_current_through_every_set_operation():
+    index: dict[str, set[int]] = {}
+    a, b = HeldPrefixes({"x"}), HeldPrefixes()
+    a.attach(index, 0)
+    b.attach(index, 1)
+    assert index == {"x": {0}}
+    b.update({"x", "y"})
+    a |= {"z"}
+    assert index == {"x": {0, 1}, "y": {1}, "z": {0}}
+    a -= {"x"}
+    b.remove("y")
+    assert index == {"x": {1}, "z": {0}}
+    b.symmetric_difference_update({"x", "w"})
+    a.intersection_update(set())
+    assert index == {"w": {1}} and a == set() and b == {"w"}
+    assert b.pop() == "w" and index == {}
