@@ -49,7 +49,7 @@ from parrotsim.sim.harness.fingerprint import input_hashes, plugin_hashes, sourc
 from parrotsim.sim.harness.plugins import load_plugins
 from parrotsim.sim.harness.run_files import FileWriter, intact
 from parrotsim.sim.harness.simulation import simulate
-from parrotsim.sim.harness.time_limit import time_limit
+from parrotsim.sim.harness.time_limit import RunTimeout, time_limit
 from parrotsim.sim.model.profile import profile_hash
 
 MARKER = "summary.json"
@@ -141,7 +141,7 @@ def _execute(key: str, config: dict[str, Any], runs_dir: str, plugins: tuple[str
         status, metrics, error = "ok", dict(result.summary), ""
         if len(result.rejected):  # metrics would leave the failed apps out: none are given
             status, metrics, error = "failed", {}, f"RejectedCalls: {result.rejection_message()}"
-    except Exception as exc:
+    except (Exception, RunTimeout) as exc:
         status, metrics, error = "failed", {}, _message(exc)
         trace = traceback.format_exc()
     record = {"key": key, "status": status, "metrics": metrics, "error": error,

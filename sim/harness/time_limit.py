@@ -19,8 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-class RunTimeout(RuntimeError):
-    """A run that went on past its wall-clock limit."""
+class RunTimeout(BaseException):
+    """A run that went on past its wall-clock limit. Like ``KeyboardInterrupt`` it is not an
+    ``Exception``: the signal lands wherever the run happens to be, and a handler there that
+    catches ``Exception`` (the profile's YAML parser wraps every parser error) must not turn
+    it into another error."""
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"timed out after {seconds:g} s (wall clock; --run-timeout)")
