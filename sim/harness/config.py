@@ -47,7 +47,16 @@ ClusterPolicySpec = _union(CLUSTER_POLICIES, "policy")
 class ClusterConfig(StrictConfig):
     """The serving cluster: ``engines`` identical engines, one per GPU.
 
-    ``kernel`` is the decode attention kernel whose cost curve batches of forked sequences use;
+    ``kernel`` is the decode attention kernel whose cost curve batches of forked sequences use:
+    ``paged`` (every sequence reads its whole context), ``shared_prefix`` (the project's
+    kernel: each group's prefix read once, any number of groups per batch) or ``parrot_2023``
+    (the Parrot artifact's kernel: one prefix per batch, a batch whose decodes do not all share
+    one falls back to the paged kernel; its suffix pass is vLLM 0.1.4's, so it needs
+    ``paged_kernel: vllm_0_1_4``). ``paged_kernel`` is the paged decode kernel of vLLM and
+    Parrot engines: ``split_kv`` (today's, the profile's curves) or ``vllm_0_1_4`` (the
+    paper's vLLM, without KV split, which Parrot's 2023 engine also ran); the hf engine has
+    none. Both era kernels are costed from the profile's curves
+    (:mod:`parrotsim.sim.model.era_kernels`).
     ``prefix_cache`` lets engines keep shared prefix contexts that calls fork (Parrot's
     ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel). With
     ``prefix_lifetime: users`` a prefix is freed ``prefix_ttl_s`` seconds after its last user
@@ -58,7 +67,8 @@ class ClusterConfig(StrictConfig):
     engines: int = Field(default=1, ge=1)
     profile: str = "a100-80gb_llama-13b"
     engine: EnginePolicySpec = VllmConfig()  # type: ignore[valid-type]
-    kernel: Literal["paged", "shared_prefix"] = "paged"
+    kernel: Literal["paged", "shared_prefix", "parrot_2023"] = "paged"
+    paged_kernel: Literal["split_kv", "vllm_0_1_4"] = "split_kv"
     scheduler: ClusterPolicySpec = LeastQueueConfig()  # type: ignore[valid-type]
     block_size: int = Field(default=16, gt=0)
     prefix_cache: bool = False
@@ -99,10 +109,18 @@ def combination_errors(cfg: RunConfig) -> list[tuple[tuple[str, ...], str, Any]]
     says (empty for a meaningful config). The Parrot scheduler's knobs are checked only when
     changed from their defaults (so a config dumped and validated again is judged the same)."""
     cluster, client, out = cfg.cluster, cfg.client, []
-    if cluster.kernel == "shared_prefix" and not cluster.prefix_cache:
-        out.append((("cluster", "kernel"), "the shared-prefix kernel needs cluster.prefix_cache: "
-                    "true; without cached prefixes no call forks one and every batch is costed "
-                    "with the paged kernel", cluster.kernel))
+    if cluster.kernel != "paged" and not cluster.prefix_cache:
+        out.append((("cluster", "kernel"), f"the {cluster.kernel} kernel needs "
+                    "cluster.prefix_cache: true; without cached prefixes no call forks one and "
+                    "every batch is costed with the paged kernel", cluster.kernel))
+    if cluster.kernel == "parrot_2023" and cluster.paged_kernel != "vllm_0_1_4":
+        out.append((("cluster", "kernel"), "parrot_2023 ran its suffix pass with vLLM 0.1.4's "
+                    "no-split kernel; set cluster.paged_kernel: vllm_0_1_4 (or use the "
+                    "project's shared_prefix kernel)", cluster.kernel))
+    if isinstance(cluster.engine, HfConfig) and cluster.paged_kernel != "split_kv":
+        out.append((("cluster", "paged_kernel"), "the hf engine (FastChat's HuggingFace "
+                    "worker) runs no paged kernel; its cost is fitted to the paper's HF facts",
+                    cluster.paged_kernel))
     if cluster.prefix_ttl_s > 0 and not cluster.prefix_cache:
         out.append((("cluster", "prefix_ttl_s"), "keeps cached prefixes alive, but "
                     "cluster.prefix_cache is false", cluster.prefix_ttl_s))

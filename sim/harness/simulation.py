@@ -115,7 +115,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                              cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
         cost = CostModel(profile, engine_cfg.runtime, prefill_memo, decode_rows,
-                         kernel=cfg.cluster.kernel)
+                         kernel=cfg.cluster.kernel, paged_kernel=cfg.cluster.paged_kernel)
         engines.append(make_engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                                    kernel=cfg.cluster.kernel,
                                    fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,

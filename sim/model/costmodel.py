@@ -47,6 +47,7 @@ from bisect import bisect_right
 
 import numpy as np
 
+from parrotsim.sim.model import era_kernels as era
 from parrotsim.sim.model.curves import NO_TIME, Interp, PagedRows, bilinear
 from parrotsim.sim.model.paged_waves import ExcessSeries, WaveModel
 from parrotsim.sim.model.profile import PagedGrid, Profile
@@ -61,13 +62,15 @@ class CostModel:
     def __init__(self, profile: Profile, runtime: str = "vllm",
                  prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None,
                  decode_rows: dict[int, tuple[Interp, float, bool]] | None = None,
-                 kernel: str = "shared_prefix") -> None:
+                 kernel: str = "shared_prefix", paged_kernel: str = "split_kv") -> None:
         """``prefill_memo`` and ``decode_rows`` may be shared by the cost models of one profile
-        (the engines of a run): the first maps a lone prompt chunk to its attention time and
-        extrapolation count, the second a decode batch's sequence count to its cost row.
-        ``kernel``: the engine's decode kernel; shared-prefix groups are costed on the
-        profile's ``shared_prefix`` grid, or, for ``"paged"``, on its ``paged_shared_prefix``
-        grid when it has one (:attr:`paged_groups`)."""
+        and kernel choice (the engines of a run): the first maps a lone prompt chunk to its
+        attention time and extrapolation count, the second a decode batch's sequence count to
+        its cost row. ``kernel``, the engine's decode kernel, says how forked groups are costed:
+        ``shared_prefix`` (the profile's curve), ``parrot_2023``
+        (:mod:`parrotsim.sim.model.era_kernels`) or ``paged`` (on the profile's
+        ``paged_shared_prefix`` grid when it has one, :attr:`paged_groups`; else not at all).
+        ``paged_kernel``: ``split_kv`` (the profile's curves) or ``vllm_0_1_4``."""
         c = profile.curves
         rt = profile.runtime(runtime)
         self.profile = profile
@@ -86,15 +89,20 @@ class CostModel:
         #: the fastest lookup; a row is built once per sequence count by :meth:`_decode_row`
         self._decode_rows: dict[int, tuple[Interp, float, bool]] = (
             {} if decode_rows is None else decode_rows)
-        self._paged_table = PagedRows(c.decode_paged_grid, self._paged)
-        #: the skewed-batch excess (None: batches cost as ``n`` sequences of the mean context)
+        self._paged_table = self._paged_rows(paged_kernel)
+        self._parrot_2023 = self._check_shared_kernel(
+            "parrot_2023" if kernel == "parrot_2023" else "shared_prefix")
+        split_kv = paged_kernel == "split_kv"
+        #: the skewed-batch excess of the split-KV kernel (None: batches cost as ``n``
+        #: sequences of the mean context)
         self.waves = (WaveModel(c.decode_paged_grid, c.decode_paged_waves, profile.model.kv_heads)
-                      if c.decode_paged_waves is not None and c.decode_paged_grid is not None
-                      else None)
+                      if split_kv and c.decode_paged_waves is not None
+                      and c.decode_paged_grid is not None else None)
         self._prefill = Interp.of(c.prefill_attention)
         #: the paged kernel's groups over shared pages are costed (``kernel="paged"`` and the
         #: profile measured them): an engine with that kernel then passes its forked groups
-        self.paged_groups = kernel == "paged" and c.paged_shared_prefix is not None
+        self.paged_groups = (kernel == "paged" and paged_kernel == "split_kv"
+                             and c.paged_shared_prefix is not None)
         self._shared = c.paged_shared_prefix if self.paged_groups else c.shared_prefix
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
@@ -104,6 +112,23 @@ class CostModel:
         self._shared_hi = (self._shared.x[-1], self._shared.y[-1])
         #: axis of the profile's measured extent -> the largest query past it this model saw
         self.beyond: dict[str, float] = {}
+
+    def _paged_rows(self, kernel: str) -> PagedRows | era.NoSplitRows:
+        """The paged kernel's rows: the profile's (split-KV) or vLLM 0.1.4's no-split ones."""
+        split = PagedRows(self.profile.curves.decode_paged_grid, self._paged)
+        if kernel == "split_kv":
+            return split
+        if kernel != "vllm_0_1_4":
+            raise ValueError(f"unknown paged kernel {kernel!r}; one of {era.PAGED_KERNELS}")
+        return era.NoSplitRows(split, era.saturating_sequences(self.profile.gpu.hbm_tb_s,
+                                                              self.profile.model.kv_heads))
+
+    @staticmethod
+    def _check_shared_kernel(kernel: str) -> bool:
+        """Whether ``kernel`` is Parrot's 2023 shared-prefix kernel (else the profile's)."""
+        if kernel not in ("shared_prefix", "parrot_2023"):
+            raise ValueError(f"unknown shared-prefix kernel {kernel!r}")
+        return kernel == "parrot_2023"
 
     def _count(self, interp: Interp, x: float, axis: str | None = None) -> None:
         if x < interp.lo or x > interp.hi:
@@ -162,11 +187,20 @@ class CostModel:
         total = 0.0
         hi_prefix, hi_batch = self._shared_hi
         for prefix, n in groups:
-            total += bilinear(self._shared, prefix, n)
+            if self._parrot_2023:
+                total += self._parrot_prefix_pass(prefix, n)
+            else:
+                total += bilinear(self._shared, prefix, n)
             if prefix > hi_prefix or n > hi_batch:
                 self._past("shared_prefix", prefix)
                 self._past("shared_batch", n)
         return total
+
+    def _parrot_prefix_pass(self, prefix: int, n: int) -> float:
+        """Seconds of Parrot's 2023 prefix pass and reduce for ``n`` sequences sharing
+        ``prefix`` tokens: the profile's prefix pass scaled by the artifact's tile factor."""
+        return (era.parrot_prefix_factor(n) * bilinear(self._shared, prefix, n)
+                + era.parrot_reduce_s(prefix, self.profile.model.layers))
 
     def prefill_attention_time(self, chunks: list[tuple[int, int]]) -> float:
         """Seconds of prefill attention for prompt chunks ``(new tokens, context tokens)``.

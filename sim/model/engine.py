@@ -33,6 +33,7 @@ from parrotsim.sim.model.emission import (
     release,
 )
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
+from parrotsim.sim.model.era_kernels import one_prefix
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
@@ -60,7 +61,8 @@ class InFlight:
 
 
 class Engine:
-    """A simulated engine: ``kernel`` is ``paged`` or ``shared_prefix`` (decode attention);
+    """A simulated engine: ``kernel`` is ``paged``, ``shared_prefix`` or ``parrot_2023`` (decode
+    attention of forked batches);
     ``limits``: what it can ever hold, from its policy's config (None: not checked)."""
 
     def __init__(self, env: simpy.Environment, engine_id: int, policy: EnginePolicy,
@@ -77,10 +79,11 @@ class Engine:
         # sequences) keeps the decode ledger's members up to date after every step
         self.state = EngineState(kv, eager=not fast_forward)
         self.on_finish = on_finish
-        #: whether forked groups change the cost (the shared-prefix kernel, or the paged
+        #: whether forked groups change the cost (the shared-prefix kernels, or the paged
         #: kernel when the profile measured it over shared pages)
-        self.shared_kernel = kernel == "shared_prefix" or (
+        self.shared_kernel = kernel in ("shared_prefix", "parrot_2023") or (
             kernel == "paged" and prefix_cache is not None and cost.paged_groups)
+        self.one_prefix = kernel == "parrot_2023"  # the artifact's: one prefix per batch
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache
         self.limits = limits
@@ -220,6 +223,8 @@ class Engine:
                 entry = sizes.setdefault(id(s.prefix_ctx), [s.cached_len, 0])
                 entry[1] += 1
         groups = [(p, n) for p, n in sizes.values() if n > 1]
+        if self.one_prefix:
+            groups = one_prefix(groups, len(batch.decodes))
         return groups, sum(p * n for p, n in groups)
 
     # ---- bookkeeping ---------------------------------------------------------------------
