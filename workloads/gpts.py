@@ -22,7 +22,8 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from parrotsim.workloads.app import App, Text, single_call_app
+from parrotsim.workloads.app import Text
+from parrotsim.workloads.app_stream import SingleCallApps
 from parrotsim.workloads.arrivals import ArrivalProcess, arrival_times
 from parrotsim.workloads.registry import WorkloadConfig, register_workload
 from parrotsim.workloads.tables import read_table
@@ -69,16 +70,21 @@ class Gpts(WorkloadConfig):
     mix: Literal["equal", "popularity"] = "equal"
     start: float = Field(default=0.0, ge=0)
 
-    def build(self, rng: np.random.Generator) -> list[App]:
+    def build(self, rng: np.random.Generator) -> SingleCallApps:
         apps = gpts_apps()
         which = pick_apps(rng, self.num_requests, self.mix)
         times = arrival_times(rng, self.num_requests, self.rate, self.arrival, self.burstiness,
                               self.start)
-        out = []
-        for i, (k, t) in enumerate(zip(which, times, strict=True)):
-            a = apps[int(k)]
-            prompt = (Text(f"gpts/{a.app}/system", a.system_tokens),
-                      Text(f"gpts/{a.app}/query/{i}", a.query_tokens))
-            out.append(single_call_app(f"gpts-{a.app}-{i}", float(t), prompt, a.output_tokens,
-                                       kind="gpts"))
-        return out
+        names = [a.app for a in apps]
+        output = np.array([a.output_tokens for a in apps], dtype=np.int64)[which]
+        prompt = np.array([a.system_tokens + a.query_tokens for a in apps],
+                          dtype=np.int64)[which]
+
+        def make_prompt(i: int) -> tuple[Text, Text]:
+            a = apps[int(which[i])]
+            return (Text(f"gpts/{a.app}/system", a.system_tokens),
+                    Text(f"gpts/{a.app}/query/{i}", a.query_tokens))
+
+        return SingleCallApps(times, output, prompt,
+                              app_id=lambda i: f"gpts-{names[int(which[i])]}-{i}",
+                              prompt=make_prompt, kind="gpts")

@@ -18,7 +18,8 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from parrotsim.workloads.app import App, CallHints, Text, single_call_app
+from parrotsim.workloads.app import App, CallHints, Text
+from parrotsim.workloads.app_stream import SingleCallApps
 from parrotsim.workloads.arrivals import ArrivalProcess, arrival_times
 from parrotsim.workloads.registry import WorkloadConfig, register_workload
 
@@ -77,21 +78,29 @@ class ShareGptChat(WorkloadConfig):
     burstiness: float = Field(default=1.0, gt=0)
     start: float = Field(default=0.0, ge=0)
 
-    def build(self, rng: np.random.Generator) -> list[App]:
-        return chat_apps(rng, self.num_requests, self.rate, self.arrival, self.burstiness,
-                         self.start)
+    def build(self, rng: np.random.Generator) -> SingleCallApps:
+        return chat_stream(rng, self.num_requests, self.rate, self.arrival, self.burstiness,
+                           self.start)
 
 
-def chat_apps(rng: np.random.Generator, n: int, rate: float, arrival: str = "poisson",
-              burstiness: float = 1.0, start: float = 0.0, hints: CallHints = NO_HINTS,
-              prefix: str = "chat") -> list[App]:
-    """``n`` single-call chat apps (kind ``chat``, ids ``{prefix}-{i}``) with ShareGPT lengths.
+def chat_stream(rng: np.random.Generator, n: int, rate: float, arrival: str = "poisson",
+                burstiness: float = 1.0, start: float = 0.0, hints: CallHints = NO_HINTS,
+                prefix: str = "chat") -> SingleCallApps:
+    """``n`` single-call chat apps (kind ``chat``, ids ``{prefix}-{i}``) with ShareGPT lengths,
+    made on demand from arrays (:class:`SingleCallApps`).
 
     Lengths are drawn first, then arrival times, both from ``rng``. Every prompt is unique
     text (``{prefix}/{i}``); ``hints`` is attached to every call (Fig 19: 16 requests/engine).
     """
     prompts, outputs = sample_lengths(rng, n)
     times = arrival_times(rng, n, rate, arrival, burstiness, start)
-    return [single_call_app(f"{prefix}-{i}", float(t), (Text(f"{prefix}/{i}", int(p)),), int(o),
-                            kind="chat", hints=hints)
-            for i, (t, p, o) in enumerate(zip(times, prompts, outputs, strict=True))]
+    return SingleCallApps(times, outputs, prompts, app_id=f"{prefix}-{{}}".format,
+                          prompt=lambda i: (Text(f"{prefix}/{i}", int(prompts[i])),),
+                          kind="chat", hints=hints)
+
+
+def chat_apps(rng: np.random.Generator, n: int, rate: float, arrival: str = "poisson",
+              burstiness: float = 1.0, start: float = 0.0, hints: CallHints = NO_HINTS,
+              prefix: str = "chat") -> list[App]:
+    """The apps of :func:`chat_stream` as a list (for workloads that mix them with others)."""
+    return list(chat_stream(rng, n, rate, arrival, burstiness, start, hints, prefix))

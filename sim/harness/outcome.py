@@ -11,14 +11,16 @@ Times in simulated seconds.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
+from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.engine import Engine
-from parrotsim.sim.model.metrics import RunResult, call_table, engine_table, summarize
-from parrotsim.sim.model.request import CallInfo
+from parrotsim.sim.model.metrics import RunResult, engine_table, summarize
 from parrotsim.workloads.app import App
+from parrotsim.workloads.app_stream import SingleCallApps
 
 APP_COLUMNS = ["app_id", "kind", "background", "arrival", "end", "calls"]
 
@@ -34,18 +36,23 @@ class StalledRun(RuntimeError):
                          f"finished and no event is left ({held})")
 
 
-def run_result(apps: list[App], finished: list[Any], requests: list[CallInfo],
-               engines: list[Engine], bytes_per_block: float, end: float) -> RunResult:
-    """The tables and summary of a run that ended at ``end``: ``finished`` are the apps' client
-    records (``end``, ``failed``) in the order they completed or failed, ``requests`` every
-    call sent, ``bytes_per_block`` the size of one KV block."""
-    ends = {r.app.app_id: r.end for r in finished if not r.failed}
-    app_rows = [{
-        "app_id": a.app_id, "kind": a.kind, "background": a.background, "arrival": a.arrival,
-        "end": ends.get(a.app_id, float("nan")), "calls": len(a.calls),
-    } for a in apps]
-    app_df = pd.DataFrame(app_rows, columns=APP_COLUMNS)
+def run_result(apps: Sequence[App], ends: np.ndarray, log: CallLog, engines: list[Engine],
+               bytes_per_block: float, end: float) -> RunResult:
+    """The tables and summary of a run that ended at ``end``: ``ends[i]`` is when app ``i``
+    completed at its client (NaN: it failed, or had not completed), ``log`` holds every call
+    sent, ``bytes_per_block`` is the size of one KV block."""
+    if isinstance(apps, SingleCallApps):  # the apps table from the stream's arrays
+        n = len(apps)
+        app_df = pd.DataFrame({
+            "app_id": apps.ids(), "kind": [apps.kind] * n, "background": np.zeros(n, bool),
+            "arrival": apps.arrivals, "end": ends, "calls": np.ones(n, np.int64),
+        }, columns=APP_COLUMNS)
+    else:
+        app_df = pd.DataFrame([{
+            "app_id": a.app_id, "kind": a.kind, "background": a.background,
+            "arrival": a.arrival, "end": e, "calls": len(a.calls),
+        } for a, e in zip(apps, ends.tolist(), strict=True)], columns=APP_COLUMNS)
     app_df["latency"] = app_df["end"] - app_df["arrival"]
-    calls = call_table(requests)
+    calls = log.table()
     engine_df = engine_table(engines, bytes_per_block, end)
     return RunResult(calls, app_df, engine_df, summarize(calls, app_df, engine_df))

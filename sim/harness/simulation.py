@@ -21,9 +21,11 @@ import numpy as np
 import simpy
 from simpy.core import StopSimulation
 
+from parrotsim.sim.harness.arrival_process import ArrivalProcess, can_start_lazily
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.feasibility import engine_limits
 from parrotsim.sim.harness.outcome import StalledRun, run_result
+from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.client import LangChainClient
 from parrotsim.sim.model.cluster_policy import CallInfo, EngineLoad
 from parrotsim.sim.model.costmodel import CostModel
@@ -42,19 +44,29 @@ from parrotsim.sim.model.profile import (
 )
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, validate_apps
+from parrotsim.workloads.app_stream import SingleCallApps
 
 #: makes engine ``i`` of a run; called as ``Engine`` is (the real-GPU replay passes a subclass
 #: whose iterations run a forward pass, :mod:`parrotsim.calibrate.replay.real_engine`)
 EngineFactory = Callable[..., Engine]
 
 
-def build_apps(cfg: RunConfig) -> list[App]:
-    """The run's apps, generated from the workload stream of its seed and validated."""
+Apps = list[App] | SingleCallApps
+
+
+def build_apps(cfg: RunConfig) -> Apps:
+    """The run's apps, generated from the workload stream of its seed and validated: a list,
+    or a :class:`~parrotsim.workloads.app_stream.SingleCallApps` stream whose apps are made
+    as they arrive."""
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[0])
-    return validate_apps(cfg.workload.build(rng))
+    return _validated(cfg.workload.build(rng))
 
 
-def simulate(cfg: RunConfig, apps: list[App] | None = None,
+def _validated(apps: Apps) -> Apps:
+    return apps.validate() if isinstance(apps, SingleCallApps) else validate_apps(apps)
+
+
+def simulate(cfg: RunConfig, apps: Apps | None = None,
              profile: Profile | None = None, validate: bool = True,
              recorder: IterationRecorder | None = None, env: simpy.Environment | None = None,
              make_engine: EngineFactory = Engine) -> RunResult:
@@ -66,7 +78,11 @@ def simulate(cfg: RunConfig, apps: list[App] | None = None,
     ``env`` and ``make_engine`` let the same model run elsewhere than on a fresh simulated
     clock: the GPU replay passes an environment that follows the wall clock and engines whose
     iterations last as long as a real forward pass (everything else - clients, network,
-    manager, policies, KV accounting - is this model's own)."""
+    manager, policies, KV accounting - is this model's own).
+
+    A stream of apps run on a fresh clock is started lazily (each app made and started when it
+    arrives, :mod:`parrotsim.sim.harness.arrival_process`), with the same events and results
+    as starting every app up front, which is what a list of apps gets."""
     with _rare_collections():
         return _simulate(cfg, apps, profile, validate, recorder, env, make_engine)
 
@@ -84,7 +100,7 @@ def _rare_collections():
         gc.set_threshold(*before)
 
 
-def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
+def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
               validate: bool, recorder: IterationRecorder | None = None,
               env: simpy.Environment | None = None,
               make_engine: EngineFactory = Engine) -> RunResult:
@@ -93,7 +109,7 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
     if apps is None:
         apps = build_apps(cfg)
     elif validate:
-        apps = validate_apps(apps)
+        apps = _validated(apps)
     if not apps:
         raise ValueError("the workload has no apps: nothing to simulate")
     env = simpy.Environment() if env is None else env
@@ -131,14 +147,17 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                       on_reject=lambda info: client_ref[0].on_failed(info))
     manager_ref.append(manager)
 
-    foreground = [sum(1 for a in apps if not a.background)]
-    finished: list = []
+    lazy = isinstance(apps, SingleCallApps) and can_start_lazily(env)
+    foreground = [len(apps) if isinstance(apps, SingleCallApps)
+                  else sum(1 for a in apps if not a.background)]
+    ends = np.full(len(apps), np.nan)  # by app rank: when the app completed at its client
     all_done = env.event()
 
     keeps_for_apps = cfg.cluster.prefix_cache and cfg.cluster.prefix_lifetime == "app"
 
     def on_app_done(run) -> None:
-        finished.append(run)
+        if not run.failed:
+            ends[run.seq] = run.end
         if keeps_for_apps:
             for engine in engines:
                 engine.prefix_cache.app_ended(run.app.app_id)
@@ -148,24 +167,33 @@ def _simulate(cfg: RunConfig, apps: list[App] | None, profile: Profile | None,
                 all_done.succeed()
 
     uid = itertools.count()
+    log = CallLog()
     network = Network(cfg.network, np.random.default_rng(streams[1]))
     if cfg.client.kind == "parrot":
         client = ParrotClient(env, cfg.client, network, manager.arrive, on_app_done,
-                              lambda: next(uid), notify_engine=lambda i: engines[i].notify())
+                              lambda: next(uid), notify_engine=lambda i: engines[i].notify(),
+                              log=log)
     else:
         client = LangChainClient(env, cfg.client, network, manager.arrive, on_app_done,
-                                 lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache)
+                                 lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache,
+                                 log=log)
     client_ref.append(client)
-    for app in apps:
-        client.start(app)
+    arrivals = ArrivalProcess(env, apps, client.start) if lazy else None
+    if arrivals is not None:
+        arrivals.begin()
+    else:
+        for app in apps:
+            client.start(app)
     if foreground[0]:  # as env.run(until=all_done), but a stall is told apart from the end
         all_done.callbacks.append(StopSimulation.callback)
     env.run()
     if foreground[0]:
         raise StalledRun(env.now, foreground[0], len(apps), engines)
-    result = run_result(apps, finished, client.requests, engines,
+    result = run_result(apps, ends, log, engines,
                         profile.model.kv_bytes_per_token * cfg.cluster.block_size, env.now)
     result.events = next(env._eid)  # SimPy's event counter
+    if arrivals is not None:  # as many as the up-front start: the events its clients queued
+        result.events += arrivals.client_events()
     _warn_past_extent(profile, engines)
     return result
 

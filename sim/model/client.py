@@ -8,6 +8,11 @@ and half on the way out. The app ends when all of its final outputs are back at 
 Each call's round trip is drawn when its app is registered (in app order, then call order), so
 two policies compared under one seed give every call the same round trip whatever the order in
 which the calls are sent (common random numbers).
+
+Each call is opened in the run's :class:`~parrotsim.sim.model.call_log.CallLog` when it is
+sent and closed when its output is back (or it was rejected); an app's record is dropped once
+the app is done (or failed) and none of its calls is still out, so the client holds the apps
+and calls in flight only.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Literal
 import simpy
 
 from parrotsim.core.config import StrictConfig
+from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.cluster_policy import CallInfo
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.sequence import Sequence
@@ -48,7 +54,7 @@ class AppRun:
     """Progress of one app at its client."""
 
     __slots__ = ("app", "seq", "lengths", "missing", "consumers", "outputs_left", "end", "sent",
-                 "rtts", "calls", "failed")
+                 "back", "rtts", "calls", "failed")
 
     def __init__(self, app: App, seq: int, rtts: list[float]) -> None:
         self.app = app
@@ -70,6 +76,7 @@ class AppRun:
         self.outputs_left = set(app.outputs)
         self.end = -1.0
         self.sent = 0
+        self.back = 0  # calls sent whose output came back or that were rejected
         self.failed = False  # a call of the app was rejected: the app can never complete
 
 
@@ -78,7 +85,8 @@ class LangChainClient:
 
     def __init__(self, env: simpy.Environment, cfg: LangChainClientConfig, network: Network,
                  submit: Callable[[CallInfo], None], on_app_done: Callable[[AppRun], None],
-                 next_uid: Callable[[], int], share_prefixes: bool = False) -> None:
+                 next_uid: Callable[[], int], share_prefixes: bool = False,
+                 log: CallLog | None = None) -> None:
         self.env = env
         self.cfg = cfg
         self.network = network
@@ -87,8 +95,8 @@ class LangChainClient:
         self.next_uid = next_uid
         self.share_prefixes = share_prefixes  # engines cache shared prefixes (vLLM-style)
         self.template_tokens = cfg.template_tokens()
-        self.requests: list[CallInfo] = []
-        self.runs: dict[str, AppRun] = {}  # by app id
+        self.log = CallLog() if log is None else log
+        self.runs: dict[str, AppRun] = {}  # by app id, apps in flight
         self.apps = 0
 
     def start(self, app: App) -> None:
@@ -116,7 +124,7 @@ class LangChainClient:
             if shared is not None:
                 info.shared_prefix, info.shared_tokens = shared
         run.sent += 1
-        self.requests.append(info)
+        self.log.opens(info)
         self.env.timeout(info.sent - self.env.now + info.rtt / 2).callbacks.append(
             lambda _e: self.submit(info))
 
@@ -142,6 +150,7 @@ class LangChainClient:
             run.end = max(run.end, info.returned)
             if not run.outputs_left and not run.failed:
                 self.on_app_done(run)
+        self._back(run, info)
 
     def on_failed(self, info: CallInfo) -> None:
         """The service rejected the call: its app fails now (it is done, without an end time),
@@ -150,3 +159,12 @@ class LangChainClient:
         if not run.failed and run.outputs_left:
             run.failed = True
             self.on_app_done(run)
+        self._back(run, info)
+
+    def _back(self, run: AppRun, info: CallInfo) -> None:
+        """``info`` ended (output back or rejected): close its row; drop the app's record once
+        the app is over and none of its calls is out (no call can be sent after that)."""
+        self.log.closes(info)
+        run.back += 1
+        if run.back == run.sent and (run.failed or not run.outputs_left):
+            del self.runs[run.app.app_id]

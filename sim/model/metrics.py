@@ -1,5 +1,7 @@
 """Per-call, per-app and per-engine records of a run, and its summary metrics.
 
+The per-call table is built by :class:`~parrotsim.sim.model.call_log.CallLog` as calls end.
+
 Units: seconds for times and latencies, milliseconds for per-token metrics, GB (1e9 bytes)
 for memory. Metric names match the report's ids where they overlap:
 
@@ -43,14 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from parrotsim.sim.model.call_log import CALL_COLUMNS, CallLog
 from parrotsim.sim.model.engine import Engine
-from parrotsim.sim.model.request import CallInfo
 
-CALL_COLUMNS = [
-    "app_id", "app_kind", "call", "engine", "sent", "arrived", "dispatched", "engine_arrived",
-    "admitted", "first_token", "last_fill", "finished", "returned", "prompt_len", "cached_len",
-    "output_len", "preemptions",
-]
+__all__ = ["CALL_COLUMNS", "CallLog", "RunResult", "engine_table", "summarize"]
+
 
 
 @dataclass
@@ -81,24 +80,6 @@ class RunResult:
                 f"column has each reason); first: call {first['call']!r} of app "
                 f"{first['app_id']!r} ({first['prompt_len']} prompt and {first['output_len']} "
                 f"output tokens) {first['error']}")
-
-
-def call_table(requests: list[CallInfo]) -> pd.DataFrame:
-    """One row per call, in send order."""
-    rows = []
-    for r in requests:
-        s = r.seq
-        rows.append((
-            r.app_id, r.app_kind, r.call, r.engine, r.sent, r.arrived, r.dispatched,
-            s.arrived if s else -1.0, s.admitted if s else -1.0, s.first_token if s else -1.0,
-            s.last_fill if s else -1.0, s.finished if s else -1.0, r.returned, r.prompt_len, s.cached_len if s else 0,
-            r.output_len, s.preemptions if s else 0,
-        ))
-    table = pd.DataFrame(rows, columns=CALL_COLUMNS)
-    errors = [r.error for r in requests]
-    if any(errors):
-        table["error"] = errors
-    return table
 
 
 def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> pd.DataFrame:

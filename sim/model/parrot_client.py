@@ -24,6 +24,7 @@ import simpy
 from pydantic import Field
 
 from parrotsim.core.config import StrictConfig
+from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.cluster_policy import CallInfo
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.sequence import Sequence
@@ -99,7 +100,8 @@ class ParrotClient:
     def __init__(self, env: simpy.Environment, cfg: ParrotClientConfig, network: Network,
                  submit: Callable[[CallInfo], None], on_app_done: Callable[[ParrotSession], None],
                  next_uid: Callable[[], int],
-                 notify_engine: Callable[[int], None] | None = None) -> None:
+                 notify_engine: Callable[[int], None] | None = None,
+                 log: CallLog | None = None) -> None:
         self.env = env
         self.notify_engine = notify_engine
         self.cfg = cfg
@@ -107,7 +109,7 @@ class ParrotClient:
         self.submit = submit
         self.on_app_done = on_app_done
         self.next_uid = next_uid
-        self.requests: list[CallInfo] = []
+        self.log = CallLog() if log is None else log  # calls opened when posted
         self.sessions: dict[str, ParrotSession] = {}  # by app id
         self.apps = 0
 
@@ -158,7 +160,7 @@ class ParrotClient:
         info = s.infos[call.name]
         info.rtt = self.network.rtt()
         info.sent = self.env.now
-        self.requests.append(info)
+        self.log.opens(info)
         self.env.timeout(info.rtt / 2).callbacks.append(lambda _e: self._registered(s, call))
         self.env.timeout(info.rtt).callbacks.append(lambda _e: on_answer(s))
 
@@ -204,6 +206,7 @@ class ParrotClient:
         if not s.outputs_left and s.end < 0 and not s.failed:
             s.end = self.env.now
             self.on_app_done(s)
+        self.log.closes(info)
 
     def on_failed(self, info: CallInfo) -> None:
         """The service rejected the call: its app fails now (it is done, without an end time),
@@ -212,6 +215,7 @@ class ParrotClient:
         if not s.failed and s.end < 0:
             s.failed = True
             self.on_app_done(s)
+        self.log.closes(info)
 
     def _annotate(self, s: ParrotSession) -> None:
         app = s.app
