@@ -48,7 +48,7 @@ class ArrivalProcess:
         self.env = env
         self.apps = apps
         self.start = start
-        self.arrivals = apps.arrivals.tolist()  # floats, as App.arrival holds them
+        self.arrivals = apps.arrivals  # float64 array; float() of each, as App.arrival holds
         self.reserved = itertools.count(RESERVED_FROM)
         self.next = 0
         self.markers = 0  # arrival events queued (not events of the up-front run)
@@ -72,7 +72,7 @@ class ArrivalProcess:
         event.callbacks.append(self._arrive)
         self.markers += 1
         heappush(self.env._queue,
-                 (self.arrivals[self.next], NORMAL, next(self.reserved), event))
+                 (float(self.arrivals[self.next]), NORMAL, next(self.reserved), event))
 
     def _arrive(self, _event: simpy.Event) -> None:
         env = self.env
