@@ -1,26 +1,33 @@
 """How much memory a run will need, estimated from its expanded config before it starts.
 
-A run holds every app and call of its workload for its whole length (the clients' records,
-the engines' sequences, SimPy's events, then the per-call table), so its peak memory grows
-linearly with its calls, plus a little per app and per engine, on top of the interpreter with
-the simulator imported. :func:`estimate` counts the apps and calls of the run's workload
-without building it at full size (:func:`workload_size`) and prices them with constants
-measured by ``bench/memory_estimate.py``: the peak RSS of 8 runs, each simulated in a fresh
-Python 3.11 process with its tables written as Parquet (ShareGPT, GPTs and MetaGPT, 1 to
-120,000 calls on 1 to 256 engines, on the project's shared 2-core machine), fitted by least
-squares as 142 MiB + 3,620 B per call + 31 kB per engine; per call, after the base and the
-engines, the runs measured 2.6 kB (MetaGPT) to 4.1 kB (ShareGPT at 40,000 calls). So:
+A run holds its calls in flight (the clients' records, the engines' sequences, SimPy's
+events), a compact row of about 250 B per call that ended (``CallLog``'s columns), and, for
+workloads built as lists, every app object; then its tables. Apps of a stream (ShareGPT, GPTs)
+are made as they arrive. So its peak grows with the calls that are in flight at once, which
+no config field tells before the run: a cluster that keeps up holds few (300,000 chats on 192
+engines peaked at 382 MiB, 826 B per call above the base; a million chats at 64 and
+1,024 engines at 787 MB and 954 MB by ``bench/sim_scale.py``), an overloaded one queues
+nearly all. :func:`estimate` prices every call at the worst case measured: it counts the apps
+and calls of the run's workload without building it at full size (:func:`workload_size`) and
+prices them with constants measured by ``bench/memory_estimate.py``: the peak RSS of 11 runs,
+each simulated in a fresh Python 3.11 process with its tables written as Parquet (ShareGPT,
+GPTs, MetaGPT and the mixed workload's listed chats, 1 to 300,000 calls on 1 to 256 engines, on
+the project's shared 2-core machine); per call, after the base and the engines, the runs of
+10,000 calls or more measured 826 B (the 300,000 chats) to 3,344 B (40,000 listed chats at
+200 req/s on 32 engines, overloaded); before calls were logged as columns and apps made as
+they arrived, every run held every call, 2.6 to 4.1 kB each. So:
 
 * :data:`BASE_BYTES`: 140 MiB, the process with the simulator imported (a one-call run peaks
-  at 139 MiB);
-* :data:`CALL_BYTES`: 4,200 B per call (the largest per-call figure measured);
+  at 138 MiB);
+* :data:`CALL_BYTES`: 3,400 B per call (the largest per-call figure measured);
 * :data:`ENGINE_BYTES`: 32 kB per engine.
 
 The estimate is meant to catch absurd sizes (10^9 requests, a background rate of 10^6/s)
-before they allocate, not to predict RSS closely: with these constants it was 1 % under to
-17 % over the measured peaks. :func:`check_memory` compares the sum of the largest estimates
-that can run at once (one per worker) with a limit, by default 80 % of the memory available
-when the sweep starts (``MemAvailable`` of ``/proc/meminfo``).
+before they allocate, not to predict RSS closely: with these constants it was 1 % to 43 % over
+the measured peaks, except for streams that the cluster keeps up with: 2.9x over the 300,000
+chats (1.09 GiB for 382 MiB), about 4x over the million-chat runs. :func:`check_memory` compares the sum of the largest
+estimates that can run at once (one per worker) with a limit, by default 80 % of the memory
+available when the sweep starts (``MemAvailable`` of ``/proc/meminfo``).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.config import RunConfig
 
 BASE_BYTES = 140 * 2**20
-CALL_BYTES = 4_200
+CALL_BYTES = 3_400
 ENGINE_BYTES = 32_000
 DEFAULT_FRACTION = 0.8
 SHIPPED = "parrotsim.workloads."
