@@ -9,7 +9,9 @@ Every ``summary.csv`` under OLD_DIR is compared with the one at the same relativ
 NEW_DIR, without the ``run_hash`` column (the key changes with the code version); each run's
 ``calls``, ``apps`` and ``engines`` tables are compared as Parquet-decoded frames (same columns,
 dtypes and values, NaN equal to NaN), the runs matched by their row in the summary. Prints one
-line per experiment and exits 1 on any difference.
+line per experiment and exits 1 on any difference. ``--new-column NAME`` (repeatable) allows a
+summary column that only NEW_DIR has, as a new config field adds one, if it holds one value in
+every run (the field's default): it is dropped before comparing.
 """
 
 from __future__ import annotations
@@ -23,11 +25,16 @@ import pandas as pd
 TABLES = ("calls", "apps", "engines")
 
 
-def compare_experiment(old: Path, new: Path) -> list[str]:
+def compare_experiment(old: Path, new: Path, new_columns: tuple[str, ...] = ()) -> list[str]:
     """Differences between two experiment folders (each holding summary.csv and runs/)."""
     a = pd.read_csv(old / "summary.csv", dtype=str, keep_default_na=False)
     b = pd.read_csv(new / "summary.csv", dtype=str, keep_default_na=False)
     problems = []
+    for col in new_columns:
+        if col in b.columns and col not in a.columns:
+            if b[col].nunique() != 1:
+                return [f"new column {col} holds {b[col].nunique()} values"]
+            b = b.drop(columns=col)
     if list(a.columns) != list(b.columns):
         return [f"summary columns differ: {sorted(set(a.columns) ^ set(b.columns))}"]
     if not a.drop(columns="run_hash").equals(b.drop(columns="run_hash")):
@@ -47,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
+    parser.add_argument("--new-column", action="append", default=[], metavar="NAME",
+                        help="a summary column only NEW has, one value in every run")
     args = parser.parse_args(argv)
     summaries = sorted(p.parent.relative_to(args.old) for p in args.old.rglob("summary.csv"))
     if not summaries:
@@ -58,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{rel}: missing under {args.new}")
             bad += 1
             continue
-        problems = compare_experiment(args.old / rel, args.new / rel)
+        problems = compare_experiment(args.old / rel, args.new / rel, tuple(args.new_column))
         runs = len(pd.read_csv(args.old / rel / "summary.csv"))
         print(f"{rel}: {runs} runs, " + ("identical" if not problems else "; ".join(problems[:5])))
         bad += bool(problems)
