@@ -85,6 +85,24 @@ def test_fig17_claims_use_the_crossings_and_mark_bounds():
     assert "fig17.wo_sched_vs_parrot" not in out.index  # only the paper's direct statement
 
 
+def test_two_lower_bounds_bound_the_ratio_when_the_faster_ran_out_of_kv_blocks():
+    series = {
+        "baseline_vllm": [(0.5, 40.0, False), (1.0, 80.0, False), (2.0, 480.0, False)],
+        "parrot": [(1.0, 30.0, False), (8.0, 38.0, False), (12.0, 42.0, True)],
+        "parrot_without_affinity": [(1.0, 30.0, False), (4.0, 60.0, False), (8.0, 140.0, False)],
+    }
+    oom = evaluate(_fig17({**series, "parrot_paged_attention": [
+        (1.0, 60.0, False), (2.0, 90.0, False), (3.0, 95.0, True)]})).set_index("id")
+    vs = oom.loc["fig17.vs_paged"]  # Parrot >= 8, w/ PagedAttention >= 2 but < 3 req/s
+    assert vs["bound"] == "lower" and vs["simulated"] == pytest.approx(8.0 / 3.0, abs=1e-3)
+    assert vs["direction_ok"] and not vs["within_15pct"]
+    never = evaluate(_fig17({**series, "parrot_paged_attention": [
+        (1.0, 60.0, False), (2.0, 90.0, False), (3.0, 95.0, False)]})).set_index("id")
+    # a faster series that never crossed nor ran short: its rate has no ceiling, no ratio
+    assert np.isnan(never.loc["fig17.vs_paged", "simulated"])
+    assert not never.loc["fig17.vs_paged", "direction_ok"]
+
+
 def test_fig17_claim_is_the_paper_statement():
     c = next(c for c in CLAIMS if c.id == "fig17.wo_sched_vs_vllm")
     assert (c.paper, c.slower, c.faster) == (3.0, "parrot_without_affinity", "baseline_vllm")
