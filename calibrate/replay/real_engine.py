@@ -136,8 +136,8 @@ class RealEngine(Engine):
     def _one_shared_prefix(self, batch: Batch, groups: list) -> int:
         """Pages of the one cached prefix that every decode of ``batch`` forks (0 when the
         paged kernel serves the batch)."""
-        if not groups:
-            return 0
+        if not groups or self.kernel != "shared_prefix":  # the paged kernel (over shared
+            return 0  # pages: groups only change the cost model's time, not the GPU's kernel)
         if len(groups) == 1 and groups[0][1] == len(batch.decodes):
             return len(self.pages.table(batch.decodes[0].ctx.parent))
         self.device.fallbacks += 1

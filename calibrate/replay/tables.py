@@ -77,7 +77,9 @@ def batch_of(chunks: tuple, decodes: int, decode_kv: int, longest: int | None = 
 
 def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
     """The iteration log, and the cost model's extrapolation count over it."""
-    cost = CostModel(replay.profile, replay.cfg.cluster.engine.runtime)
+    cluster = replay.cfg.cluster
+    cost = CostModel(replay.profile, cluster.engine.runtime, kernel=cluster.kernel,
+                     paged_kernel=cluster.paged_kernel)
     rows = []
     for i, r in enumerate(replay.device.log):
         shared = list(r.shared)

@@ -84,6 +84,7 @@ class Engine:
         self.shared_kernel = kernel in ("shared_prefix", "parrot_2023") or (
             kernel == "paged" and prefix_cache is not None and cost.paged_groups)
         self.one_prefix = kernel == "parrot_2023"  # the artifact's: one prefix per batch
+        self.kernel = kernel
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache
         self.limits = limits

@@ -23,7 +23,8 @@ def cost_model_replay(cfg, check=None) -> Replay:
     ``check(replay, batch, prefills, decodes)`` runs inside each forward."""
     clock = FakeClock()
     replay = Replay(cfg, None, clock)
-    cost = CostModel(replay.profile, cfg.cluster.engine.runtime)
+    cost = CostModel(replay.profile, cfg.cluster.engine.runtime, kernel=cfg.cluster.kernel,
+                     paged_kernel=cfg.cluster.paged_kernel)
 
     def forward(batch, prefills, decodes, shared_pages):
         if check is not None:

@@ -76,6 +76,16 @@ DAGS = {
                  "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
                             "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
                  "scheduler": {"policy": "slots", "slots": 8}}),
+    # the same with the paged kernel over the shared pages: the profile's paged_shared_prefix
+    # grid costs the forked groups, but the GPU must still run the paged kernel
+    "bing_paged": dict(
+        workload={"kind": "bing", "requests": "sampled", "output_len": 40},
+        network={"model": "none"},
+        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
+                 "kernel": "paged",
+                 "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
+                            "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
+                 "scheduler": {"policy": "slots", "slots": 8}}),
 }
 
 
@@ -97,6 +107,9 @@ def test_dags_prefixes_and_parrot_give_the_simulators_times(name):
         decodes = it[it["decode_seqs"] > 1]
         assert len(decodes) and (decodes["shared_pages"] == -(-5107 // 16)).all()
         assert real.engines["shared_kernel_fallbacks"].iloc[0] == 0
+    if name == "bing_paged":  # groups priced by the grid, served by the paged kernel
+        assert (it["shared_groups"] > 0).any()
+        assert (it["shared_pages"] == 0).all()
     if name == "chain_parrot":
         assert a["cached_len"].gt(0).any()  # the refine template's head was forked
 
