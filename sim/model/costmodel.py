@@ -411,17 +411,14 @@ class DecodeStretch:
         guess = min(limit, max(1, math.ceil(elapsed / self.first)))
         if self.excess is not None and guess < limit and self.duration(guess) < elapsed:
             # the excess may shrink as contexts grow (a concave grid row): search above
-            lo, hi = guess, limit
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if self.duration(mid) >= elapsed:
-                    hi = mid
-                else:
-                    lo = mid
-            return hi
+            return self._first_reaching(guess, limit, elapsed)
         if guess == 1 or self.duration(guess - 1) < elapsed:
             return guess
-        lo, hi = 0, guess - 1  # duration(lo) < elapsed <= duration(hi), duration(0) = 0
+        return self._first_reaching(0, guess - 1, elapsed)  # duration(0) = 0
+
+    def _first_reaching(self, lo: int, hi: int, elapsed: float) -> int:
+        """The least ``j`` in ``(lo, hi]`` whose steps last at least ``elapsed``, given
+        ``duration(lo) < elapsed <= duration(hi)`` (bisection)."""
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if self.duration(mid) >= elapsed:

@@ -42,6 +42,18 @@ def test_same_per_call_times_as_the_simulator(rate, capacity, network):
 PARROT_ENGINE = {"policy": "parrot", "scheduler": "fifo", "max_batch_size": 256,
                  "max_num_batched_tokens": 2560, "max_total_tokens": 8192,
                  "num_kv_cache_blocks": 1200}
+def _bing(kernel: str) -> dict:
+    """Fig 16's shape on one engine: 64 calls fork one 5107-token system prompt, 8 slots."""
+    return dict(
+        workload={"kind": "bing", "requests": "sampled", "output_len": 40},
+        network={"model": "none"},
+        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
+                 "kernel": kernel,
+                 "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
+                            "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
+                 "scheduler": {"policy": "slots", "slots": 8}})
+
+
 DAGS = {
     # Fig 11's shape: a refine chain, Parrot client (server-side dependencies), prefix cached
     "chain_parrot": dict(
@@ -68,24 +80,10 @@ DAGS = {
                  "scheduler": {"policy": "parrot", "dag_aware": True,
                                "max_requests_per_engine": 128, "tokens_capacity": 8192}}),
     # Fig 16's shape: one 5107-token system prompt forked by every call, shared-prefix kernel
-    "bing_shared_prefix": dict(
-        workload={"kind": "bing", "requests": "sampled", "output_len": 40},
-        network={"model": "none"},
-        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
-                 "kernel": "shared_prefix",
-                 "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
-                            "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
-                 "scheduler": {"policy": "slots", "slots": 8}}),
+    "bing_shared_prefix": _bing("shared_prefix"),
     # the same with the paged kernel over the shared pages: the profile's paged_shared_prefix
     # grid costs the forked groups, but the GPU must still run the paged kernel
-    "bing_paged": dict(
-        workload={"kind": "bing", "requests": "sampled", "output_len": 40},
-        network={"model": "none"},
-        cluster={"engines": 1, "profile": "h200_llama-7b", "prefix_cache": True,
-                 "kernel": "paged",
-                 "engine": {**PARROT_ENGINE, "max_num_batched_tokens": 8192,
-                            "max_total_tokens": 65536, "num_kv_cache_blocks": 3000},
-                 "scheduler": {"policy": "slots", "slots": 8}}),
+    "bing_paged": _bing("paged"),
 }
 
 
