@@ -11,8 +11,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-IGNORE = shutil.ignore_patterns(".venv", ".git", "results", "out", "build", "*.egg-info",
-                                "__pycache__", ".pytest_cache", ".ruff_cache")
+_ANYWHERE = shutil.ignore_patterns(".venv", ".git", "out", "build", "*.egg-info",
+                                   "__pycache__", ".pytest_cache", ".ruff_cache")
+
+
+def IGNORE(folder: str, names: list[str]) -> set[str]:  # noqa: N802 - a copytree ignore
+    """What a copy of the checkout leaves out: environments, caches, build outputs and the
+    top-level ``results/`` of simulation runs; committed measurements such as
+    ``kernels/results/`` (read by tests, not packaged) are kept."""
+    left_out = set(_ANYWHERE(folder, names))
+    if Path(folder) == ROOT and "results" in names:
+        left_out.add("results")
+    return left_out
 
 
 @pytest.fixture(scope="session")
