@@ -43,6 +43,7 @@ from parrotsim.sim.model.profile import (
     past_extent_message,
 )
 from parrotsim.sim.model.sequence import Sequence
+from parrotsim.sim.model.stale_timers import stale_timers
 from parrotsim.workloads.app import App, validate_apps
 from parrotsim.workloads.app_stream import SingleCallApps
 
@@ -187,6 +188,7 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
     if foreground[0]:  # as env.run(until=all_done), but a stall is told apart from the end
         all_done.callbacks.append(StopSimulation.callback)
     env.run()
+    stale_timers(env).settle()
     if foreground[0]:
         raise StalledRun(env.now, foreground[0], len(apps), engines)
     result = run_result(apps, ends, log, engines,

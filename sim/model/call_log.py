@@ -4,8 +4,11 @@ A client :meth:`CallLog.opens` a call when it sends it and :meth:`CallLog.closes
 nothing about it can change any more (its output is back, or it was rejected); closing copies
 the call's row into typed columns (8-byte numbers, and references to the call's id strings) and
 drops the log's hold on its :class:`~parrotsim.sim.model.request.CallInfo` and engine
-sequence. So the log holds the records of the calls in flight only, and a compact row per call
-that ended. :meth:`CallLog.table` writes the calls still open and gives the table of
+sequence, and unlinks the sequence from the info (``seq.request``; ``info.seq`` stays): a cycle
+per call would leave every ended call to Python's cyclic collector, whose collections then
+come every few thousand calls and walk cold objects, while without it reference counting
+frees a call as soon as its owners let go. So the log holds the records of the calls in
+flight only, and a compact row per call that ended. :meth:`CallLog.table` writes the calls still open and gives the table of
 :mod:`parrotsim.sim.model.metrics` (``CALL_COLUMNS``, one row per call in send order, plus an
 ``error`` column when some call was rejected) with the dtypes a frame built from the calls'
 Python values had: names as pandas infers text (object, or str in pandas 3), int64 for counts and the engine, float64
@@ -57,6 +60,8 @@ class CallLog:
         entry = self._open.pop(id(info), None)
         if entry is not None:
             self._write(*entry)
+            if info.seq is not None:  # the engine is done with it: break the call's cycle
+                info.seq.request = None
 
     @property
     def in_flight(self) -> int:

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 
 import simpy
+from simpy.core import NORMAL
 
 from parrotsim.sim.model.admission import EngineLimits, admission_problem
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
@@ -37,6 +39,7 @@ from parrotsim.sim.model.era_kernels import one_prefix
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
+from parrotsim.sim.model.stale_timers import stale_timers
 
 FinishCallback = Callable[[Sequence, float], None]
 #: called as ``recorder(engine, start, end, batch, steps)`` for each iteration or fast-forwarded
@@ -93,7 +96,14 @@ class Engine:
         self.iterations = 0
         self.batched_seqs = 0
         self._idle = True  # nothing runnable: the next submit or notify wakes the engine
-        self._timer: simpy.Timeout | None = None  # fires at the end of the work in progress
+        # The engine's two events, each put back on the queue once it fired (SimPy empties
+        # ``callbacks``: None): ``_timer`` fires at the end of the work in progress,
+        # ``_waker`` wakes an idle engine. Either is queued as ``env.timeout`` would.
+        self._timer = self._waker = _bare_event(env)
+        self._timer.callbacks = self._waker.callbacks = None
+        self._boundary_callbacks = [self._on_boundary]  # never changed: shared by every firing
+        self._wake_callbacks = [self._on_wake]
+        self._stale = stale_timers(env)  # where a replaced timer goes
         self._work: InFlight | None = None  # the iteration or stretch running now
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
         if recorder is not None:  # wrap the accounting: no per-iteration cost when not recording
@@ -132,15 +142,21 @@ class Engine:
             self._cut_stretch()
         elif self._idle:  # wake at the current time, after the other events of this instant
             self._idle = False
-            self.env.timeout(0.0).callbacks.append(self._on_wake)
+            waker = self._waker
+            if waker.callbacks is not None:  # still queued (cannot happen while idle)
+                waker = self._waker = _bare_event(self.env)
+            waker.callbacks = self._wake_callbacks
+            _schedule(self.env, waker, 0.0)
 
     # ---- SimPy callbacks: the engine's process is a chain of timeouts ----------------------
     def _wake_at(self, end: float) -> None:
         """Fire :meth:`_on_boundary` at ``end``, replacing the pending firing if any."""
-        if self._timer is not None:
-            self._timer.callbacks.clear()  # stale: SimPy pops it and calls nothing
-        self._timer = self.env.timeout(max(0.0, end - self.env.now))
-        self._timer.callbacks.append(self._on_boundary)
+        timer = self._timer
+        if timer.callbacks is not None:  # pending: replaced, a new event takes its place
+            self._stale.drop(timer)  # fires nothing, taken off the queue in a batch
+            timer = self._timer = _bare_event(self.env)
+        timer.callbacks = self._boundary_callbacks
+        _schedule(self.env, timer, max(0.0, end - self.env.now))
 
     def _on_wake(self, _event: simpy.Event) -> None:
         self.clock = self.env.now
@@ -148,7 +164,6 @@ class Engine:
 
     def _on_boundary(self, _event: simpy.Event) -> None:
         """The work in progress ends now: account it, emit its tokens, start the next."""
-        self._timer = None
         work, self._work = self._work, None
         self._account(work)
         self.clock = work.end
@@ -271,3 +286,17 @@ class Engine:
         if seq.prefix_ctx is not None and self.prefix_cache is not None:
             self.prefix_cache.release(seq.prefix_ctx.key, end)
         self.on_finish(seq, end)
+
+
+def _bare_event(env: simpy.Environment) -> simpy.Event:
+    """A triggered event with no value, to be queued by :func:`_schedule`."""
+    event = simpy.Event(env)
+    event._ok = True
+    event._value = None
+    return event
+
+
+def _schedule(env: simpy.Environment, event: simpy.Event, delay: float) -> None:
+    """Queue ``event`` ``delay`` s from now, as ``env.timeout(delay)`` queues its timeout
+    (same time, priority and event id), without making a new event."""
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))

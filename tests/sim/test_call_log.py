@@ -64,3 +64,15 @@ def test_calls_never_served_and_integer_send_times_keep_the_frame_dtypes():
 
 def test_an_empty_log_gives_the_empty_frame():
     pd.testing.assert_frame_equal(CallLog().table(), pd.DataFrame([], columns=CALL_COLUMNS))
+
+
+def test_closing_a_call_unlinks_its_sequence_from_it():
+    """The call keeps its sequence (its row's times); the sequence, which the engine is done
+    with, drops the call: no reference cycle is left for the cyclic collector."""
+    served, rejected = info(0, 0.0), info(1, 0.0, served=False)
+    log = CallLog()
+    for c in (served, rejected):
+        log.opens(c)
+        log.closes(c)
+    assert served.seq is not None and served.seq.request is None
+    assert rejected.seq is None
