@@ -52,6 +52,11 @@ class ArrivalProcess:
         self.reserved = itertools.count(RESERVED_FROM)
         self.next = 0
         self.markers = 0  # arrival events queued (not events of the up-front run)
+        # one event for every arrival: it goes back on the queue once it fired
+        self._event = simpy.Event(env)
+        self._event._ok = True
+        self._event._value = None
+        self._callbacks = [self._arrive]  # never changed: shared by every firing
 
     def begin(self) -> None:
         """Queue the first arrival (call where the up-front run would start every app)."""
@@ -66,10 +71,12 @@ class ArrivalProcess:
     def _queue_next(self) -> None:
         if self.next == len(self.arrivals):
             return
-        event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
-        event.callbacks.append(self._arrive)
+        event = self._event
+        if event.callbacks:  # still queued (begin called twice): a fresh one
+            event = self._event = simpy.Event(self.env)
+            event._ok = True
+            event._value = None
+        event.callbacks = self._callbacks
         self.markers += 1
         heappush(self.env._queue,
                  (float(self.arrivals[self.next]), NORMAL, next(self.reserved), event))
