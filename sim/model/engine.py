@@ -233,12 +233,19 @@ class Engine:
         """Shared-prefix groups among the decodes, and the prefix tokens they cover."""
         if not self.shared_kernel or not batch.decodes:
             return [], 0
-        sizes: dict[int, list[int]] = {}
+        counts: dict[int, int] = {}  # id(prefix context) -> decodes forking it
+        tokens: dict[int, int] = {}  # id(prefix context) -> the first such decode's cached_len
         for s in batch.decodes:
-            if s.prefix_ctx is not None and s.cached_len > 0:
-                entry = sizes.setdefault(id(s.prefix_ctx), [s.cached_len, 0])
-                entry[1] += 1
-        groups = [(p, n) for p, n in sizes.values() if n > 1]
+            prefix = s.prefix_ctx
+            if prefix is not None and s.cached_len > 0:
+                key = id(prefix)
+                n = counts.get(key)
+                if n is None:
+                    counts[key] = 1
+                    tokens[key] = s.cached_len
+                else:
+                    counts[key] = n + 1
+        groups = [(tokens[key], n) for key, n in counts.items() if n > 1]
         if self.one_prefix:
             groups = one_prefix(groups, len(batch.decodes))
         return groups, sum(p * n for p, n in groups)
