@@ -21,12 +21,14 @@ calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints
 run: calls, calls/s and us per call over the whole run as a user sees it (build apps + set-up
 + event loop + tables; wall clock, and the process's CPU time, steadier on a shared machine),
 SimPy events per call, CPU us per event and the mean batch (sequences per iteration), the time
-of each phase, and the process's peak RSS.
+of each phase, the CPU time of Python's cyclic garbage collections (in any phase), and the
+process's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -94,6 +96,15 @@ def run_one(raw: dict) -> dict:
 
     simpy.Environment.run = timed_run
     simulation.run_result = timed_tables
+    collecting = {"since": 0.0, "gc": 0.0}
+
+    def time_collections(phase: str, _info: dict) -> None:
+        if phase == "start":
+            collecting["since"] = time.process_time()
+        else:
+            collecting["gc"] += time.process_time() - collecting["since"]
+
+    gc.callbacks.append(time_collections)
     cfg = RunConfig.model_validate(raw)
     cpu = time.process_time()
     start = time.perf_counter()
@@ -108,7 +119,7 @@ def run_one(raw: dict) -> dict:
     eng = result.engines
     mean_batch = float((eng["mean_batch"] * eng["iterations"]).sum() / eng["iterations"].sum())
     return {"mean_batch": mean_batch, "calls": calls, "events": result.events, "wall_s": end - start, "cpu_s": cpu,
-            "mean_jct": float(result.summary["mean_jct"]), **phases,
+            "mean_jct": float(result.summary["mean_jct"]), **phases, "gc_s": collecting["gc"],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -123,7 +134,8 @@ def report(name: str, row: dict) -> None:
     print(f"{name:34s} calls={calls:8d} {calls / wall:8.0f} calls/s {1e6 * wall / calls:7.1f} "
           f"us/call (cpu {1e6 * row['cpu_s'] / calls:7.1f}) {row['events'] / calls:5.1f} ev/call "
           f"(cpu {1e6 * row['cpu_s'] / row['events']:5.1f} us/ev, batch {row['mean_batch']:5.1f}) | build {row['build']:6.2f} "
-          f"setup {row['setup']:6.2f} loop {row['loop']:7.2f} tables {row['tables']:6.2f} s | "
+          f"setup {row['setup']:6.2f} loop {row['loop']:7.2f} tables {row['tables']:6.2f} s "
+          f"(gc {row['gc_s']:5.2f} s cpu) | "
           f"peak {row['peak_rss_mb']:6.0f} MB", flush=True)
 
 
