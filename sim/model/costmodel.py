@@ -42,13 +42,11 @@ through them in one event; a stretch of one step is exactly one stepped iteratio
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_right
-
 import numpy as np
 
 from parrotsim.sim.model import era_kernels as era
 from parrotsim.sim.model.curves import NO_TIME, Interp, PagedRows, bilinear
+from parrotsim.sim.model.decode_stretch import DecodeStretch
 from parrotsim.sim.model.paged_waves import ExcessSeries, WaveModel
 from parrotsim.sim.model.profile import PagedGrid, Profile
 from parrotsim.sim.model.sequence import Batch
@@ -296,136 +294,6 @@ class CostModel:
         """Durations (s) of ``steps`` decode-only iterations, one by one (for tests, plots)."""
         stretch = self.decode_stretch(n_seqs, kv_tokens, kv_growth, shared, longest)
         return np.array([stretch.step(j) for j in range(steps)])
-
-
-class DecodeStretch:
-    """Durations of consecutive decode-only iterations whose KV reads grow linearly.
-
-    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j) + excess(j))``
-    (``fixed``: the runtime's host time per step, its per-sequence part included;
-    ``excess``: the optional skewed-batch :class:`~parrotsim.sim.model.paged_waves.ExcessSeries`,
-    else 0). The paged curve (at the stretch's fixed sequence count) and the excess are
-    piecewise linear, so the durations form an arithmetic series on each segment and the
-    length of ``k`` steps has a closed form: a stretch of thousands of iterations costs a few
-    float operations. It equals the sum of the single steps up to float rounding (< 1 ns).
-    """
-
-    __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "fixed", "first", "_a0", "_b0",
-                 "_n0", "excess")
-
-    def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
-                 paged: Interp, n_seqs: int = 0, excess: ExcessSeries | None = None) -> None:
-        self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
-        self.n_seqs = n_seqs
-        self.excess = excess
-        self.fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
-        # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
-        # for j < n0.
-        xs, ys, last = paged.xs, paged.ys, paged.last
-        seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
-        slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-        self._a0 = self.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
-        self._b0 = cm.scale * slope * growth
-        if seg == last or growth <= 0:
-            self._n0 = 1 << 62
-        else:
-            self._n0 = max(1, math.ceil((xs[seg + 1] - kv0) / growth))
-        if excess is not None:
-            a, b, end = excess.piece(0)
-            self._a0 += cm.scale * a
-            self._b0 += cm.scale * b
-            self._n0 = min(self._n0, end) if growth > 0 else self._n0
-        #: duration of step 0 (s)
-        self.first = self._a0
-
-    def step(self, j: int) -> float:
-        """Duration of step ``j`` (0-based)."""
-        cm = self.cm
-        t = self.base + self.paged.scalar(self.kv0 + self.growth * j)
-        if self.excess is not None:
-            t += self.excess.at(j)
-        return self.fixed + cm.scale * t
-
-    def duration(self, steps: int) -> float:
-        """Total duration of the first ``steps`` steps."""
-        if steps == 1 or self.growth == 0:
-            return steps * self.first
-        interp = self.paged
-        last_kv = self.kv0 + self.growth * (steps - 1)
-        if last_kv > interp.hi or last_kv < interp.lo:
-            self.cm.extrapolated += 1
-            self.cm._past_paged(self.n_seqs, last_kv)
-        excess = self.excess
-        if excess is not None:
-            self.cm._count_longest(excess.longest0 + excess.growth / excess.n * (steps - 1))
-        if steps <= self._n0:
-            return steps * self._a0 + self._b0 * (steps - 1) * steps / 2
-        return self._segments(steps) if excess is None else self._segments_with_excess(steps)
-
-    def _segments(self, steps: int) -> float:
-        """:meth:`duration` summed segment by segment of the paged curve."""
-        cm, interp = self.cm, self.paged
-        xs, ys, last = interp.xs, interp.ys, interp.last
-        total, j = 0.0, 0
-        seg = min(max(bisect_right(xs, self.kv0) - 1, 0), last)
-        while j < steps:
-            if seg < last:
-                end = min(steps, max(j + 1, math.ceil((xs[seg + 1] - self.kv0) / self.growth)))
-            else:
-                end = steps
-            slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-            a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
-            b = cm.scale * slope * self.growth
-            n = end - j
-            total += n * a + b * (j + end - 1) * n / 2
-            j = end
-            seg = min(seg + 1, last)
-        return total
-
-    def _segments_with_excess(self, steps: int) -> float:
-        """:meth:`duration` summed over the segments where both the paged curve and the
-        excess are linear in the step."""
-        cm, interp, excess = self.cm, self.paged, self.excess
-        xs, ys, last = interp.xs, interp.ys, interp.last
-        total, j = 0.0, 0
-        while j < steps:
-            seg = min(max(bisect_right(xs, self.kv0 + self.growth * j) - 1, 0), last)
-            end = steps
-            if seg < last:
-                end = min(end, max(j + 1, math.ceil((xs[seg + 1] - self.kv0) / self.growth)))
-            ea, eb, e_end = excess.piece(j)  # type: ignore[union-attr]
-            end = int(min(end, e_end))
-            slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-            a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 + self.growth * j
-                                                                        - xs[seg]) + ea)
-            b = cm.scale * (slope * self.growth + eb)
-            n = end - j
-            total += n * a + b * (n - 1) * n / 2
-            j = end
-        return total
-
-    def steps_until(self, elapsed: float, limit: int) -> int:
-        """The first step count ``j`` in ``[1, limit]`` whose steps last at least ``elapsed``."""
-        # Steps never get shorter, so elapsed / first step bounds the answer from above, and
-        # it is usually exact: search only below that guess.
-        guess = min(limit, max(1, math.ceil(elapsed / self.first)))
-        if self.excess is not None and guess < limit and self.duration(guess) < elapsed:
-            # the excess may shrink as contexts grow (a concave grid row): search above
-            return self._first_reaching(guess, limit, elapsed)
-        if guess == 1 or self.duration(guess - 1) < elapsed:
-            return guess
-        return self._first_reaching(0, guess - 1, elapsed)  # duration(0) = 0
-
-    def _first_reaching(self, lo: int, hi: int, elapsed: float) -> int:
-        """The least ``j`` in ``(lo, hi]`` whose steps last at least ``elapsed``, given
-        ``duration(lo) < elapsed <= duration(hi)`` (bisection)."""
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.duration(mid) >= elapsed:
-                hi = mid
-            else:
-                lo = mid
-        return hi
 
 
 def paged_grid_time(grid: PagedGrid, n_seqs: int, kv_tokens: float) -> float:

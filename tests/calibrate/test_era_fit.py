@@ -8,7 +8,6 @@ import pytest
 from parrotsim.calibrate import era_fit
 from parrotsim.sim.model import era_kernels as era
 
-
 # the measurements are repository data, not package data: read them from the checkout (the
 # packaging tests run this suite against a non-editable install)
 DATA = Path(__file__).resolve().parents[2] / "kernels" / "results" / "session5"
