@@ -35,8 +35,8 @@ class Iteration(NamedTuple):
     prefill_tokens: int
     decode_seqs: int
     decode_steps: int  # decode iterations it stands for (0: no decodes)
-    kernel: str  # the engine's decode attention kernel: paged | shared_prefix
-    shared_groups: int  # groups of forks whose shared prefix the kernel read once
+    kernel: str  # the engine's decode attention kernel: paged | shared_prefix | parrot_2023
+    shared_groups: int  # groups of forks costed as sharing their prefix (0: not costed so)
 
 
 class IterationRecorder:
@@ -52,7 +52,7 @@ class IterationRecorder:
         self.iterations.append(Iteration(
             engine.engine_id, start, end, kind, len(prefills), sum(n for _, n in prefills),
             len(decodes), steps if decodes else 0,
-            "shared_prefix" if engine.shared_kernel else "paged", groups))
+            engine.kernel, groups))
 
 
 def _ns(t: float) -> int:

@@ -153,3 +153,17 @@ def test_recording_leaves_results_byte_identical(case):
         assert a.getvalue() == b.getvalue(), table
     assert json.dumps(plain.summary) == json.dumps(recorded.summary)  # NaN-safe
     assert plain.events == recorded.events
+
+
+@pytest.mark.parametrize("kernel", ["paged", "shared_prefix", "parrot_2023"])
+def test_iterations_name_the_engines_kernel(kernel):
+    """Each iteration names the kernel its engine runs (the artifact's ``parrot_2023`` was
+    once labelled ``shared_prefix``); groups are counted only where the kernel costs them."""
+    era = {"paged_kernel": "vllm_0_1_4"} if kernel == "parrot_2023" else {}
+    cfg = RunConfig.model_validate({**PARROT, "cluster": {**PARROT["cluster"], "kernel": kernel,
+                                                          "prefix_cache": True, **era}})
+    recorder = timeline.IterationRecorder()
+    simulate(cfg, apps=build_apps(cfg), validate=False, recorder=recorder)
+    assert {it.kernel for it in recorder.iterations} == {kernel}
+    if kernel != "paged":
+        assert any(it.shared_groups for it in recorder.iterations)
