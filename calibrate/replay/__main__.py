@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         waves = replay.profile.curves.decode_paged_waves  # the logged model_s include it
         info = {"labels": run.labels, "key": run.key, "config": cfg.model_dump(mode="json"),
                 "model_s_paged_waves": waves.model_dump() if waves is not None else None,
+                "model_s_suffix_waves": True,  # shared-prefix suffixes carry the excess too
                 "wall_s": round(wall, 2), "forward_calls": {k: gpu.calls[k] - before[k]
                                                            for k in gpu.calls}}
         store(result, args.out / "runs" / name, info)

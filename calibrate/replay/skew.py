@@ -41,26 +41,39 @@ def with_waves(profile: Profile, waves: PagedWaves | None) -> Profile:
     return profile.model_copy(update={"curves": curves})
 
 
-def excess_seconds(iters: pd.DataFrame, profile: Profile) -> np.ndarray:
+def excess_seconds(iters: pd.DataFrame, profile: Profile, prefix: int = 0) -> np.ndarray:
     """Seconds ``profile``'s paged-kernel excess adds to each logged iteration (from its decode
-    count, KV tokens and longest context; 0 with shared-prefix groups or without
-    ``decode_paged_waves``)."""
+    count, KV tokens and longest context; 0 without ``decode_paged_waves``). An iteration the
+    shared-prefix kernel served (one group of every decode, ``shared_pages`` > 0) gets the
+    excess of its suffixes when ``prefix`` (the group's prefix tokens) is given, else 0, as
+    do other iterations with groups."""
     cm = CostModel(profile, KERNEL_ONLY)
     if cm.waves is None:
         return np.zeros(len(iters))
-    ok = (iters["shared_groups"] == 0).to_numpy()
-    return np.array([cm.paged_excess(n, kv, m) if use else 0.0 for n, kv, m, use in zip(
-        iters["decode_seqs"].to_numpy(int), iters["decode_kv_tokens"].to_numpy(int),
-        iters["decode_max_ctx"].to_numpy(int), ok, strict=True)])
+    n = iters["decode_seqs"].to_numpy(int)
+    served = (iters["shared_groups"] == 1).to_numpy().copy()
+    if "shared_pages" in iters:
+        served &= (iters["shared_pages"] > 0).to_numpy()
+    pre = np.where(served, prefix, 0)
+    use = (iters["shared_groups"] == 0).to_numpy() | (pre > 0)
+    kv = iters["decode_kv_tokens"].to_numpy(int) - pre * n
+    longest = iters["decode_max_ctx"].to_numpy(int) - pre
+    return np.array([cm.paged_excess(a, k, m) if u else 0.0
+                     for a, k, m, u in zip(n, kv, longest, use, strict=True)])
 
 
 def model_for(iters: pd.DataFrame, run_meta: dict, profile: Profile) -> pd.Series:
     """The logged kernel-only ``model_s`` as ``profile`` would charge it: the excess of the
     waves the replay logged with (``run_meta["model_s_paged_waves"]``; absent in replays
-    made before the excess existed) taken out, ``profile``'s put in."""
+    made before the excess existed) taken out, ``profile``'s put in. Shared-prefix kernel
+    batches logged before their suffixes got the excess (no ``model_s_suffix_waves`` in
+    ``run_meta``) get it from the workload's ``shared_prefix`` (the Bing replays)."""
     logged = run_meta.get("model_s_paged_waves")
     then = with_waves(profile, PagedWaves(**logged) if logged else None)
-    return iters["model_s"] + excess_seconds(iters, profile) - excess_seconds(iters, then)
+    prefix = 0 if run_meta.get("model_s_suffix_waves") else int(
+        run_meta.get("config", {}).get("workload", {}).get("shared_prefix") or 0)
+    return (iters["model_s"] + excess_seconds(iters, profile, prefix)
+            - excess_seconds(iters, then))
 
 
 def decode_iterations(real_dir: Path, profile: Profile) -> pd.DataFrame:

@@ -75,6 +75,17 @@ def batch_of(chunks: tuple, decodes: int, decode_kv: int, longest: int | None = 
                  decodes=first + [seq(per + (i < rest)) for i in range(decodes)])
 
 
+def longest_read(shared: tuple[tuple[int, int], ...], decodes: int, longest: int) -> int | None:
+    """The most KV tokens the paged kernel reads for one decode of a logged batch: its
+    longest context, less the prefix when one group holds every decode (the replay's
+    shared-prefix kernel serves one prefix); None (unknown) for other grouped batches."""
+    if not shared:
+        return longest
+    if len(shared) == 1 and shared[0][1] == decodes:
+        return longest - shared[0][0]
+    return None
+
+
 def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
     """The iteration log, and the cost model's extrapolation count over it."""
     cluster = replay.cfg.cluster
@@ -85,7 +96,8 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
         shared = list(r.shared)
         shared_tokens = sum(p * n for p, n in shared)
         model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens,
-                                             r.decode_max_ctx), shared, shared_tokens)
+                                             r.decode_max_ctx), shared, shared_tokens,
+                                    longest_read(r.shared, r.decode_seqs, r.decode_max_ctx))
         gpu, build, launch, graph = (nan, nan, nan, -1) if r.timing is None else r.timing
         post = r.end if r.post is None else r.post
         rows.append((i, r.start, r.end, r.end - r.start, r.ready - r.start, r.end - r.ready,

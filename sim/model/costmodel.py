@@ -21,7 +21,10 @@ programs); at a fixed ``n`` the time stays piecewise linear in ``kv``, which kee
 decode-stretch closed form below exact. When the profile also has ``decode_paged_waves`` and
 the caller gives the batch's longest context (decodes without shared-prefix groups), the
 paged kernel's critical-path excess of :mod:`parrotsim.sim.model.paged_waves` is added:
-``paged(n, kv) + excess(n, kv, longest)``; it is piecewise linear in the step too.
+``paged(n, kv) + excess(n, kv, longest)``; it is piecewise linear in the step too. With the
+shared-prefix kernel the suffix phase is that paged split-KV kernel over the suffixes, so a
+batch with forked groups gets the excess too, ``longest`` being the most tokens the paged
+phase reads for one decode (its context less its group's prefix; :attr:`suffix_waves`).
 
 With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
 by the shared kernel; with the paged kernel every sequence reads its whole context, unless the
@@ -102,6 +105,12 @@ class CostModel:
         self.paged_groups = (kernel == "paged" and paged_kernel == "split_kv"
                              and c.paged_shared_prefix is not None)
         self._shared = c.paged_shared_prefix if self.paged_groups else c.shared_prefix
+        #: forked groups of the project's shared-prefix kernel: its suffix phase is the
+        #: split-KV kernel over the suffixes, so the skewed-batch excess applies to them (not
+        #: to the paged kernel over shared pages, whose grid prices whole groups, nor to
+        #: Parrot 2023's unsplit suffix)
+        self.suffix_waves = (self.waves is not None and not self.paged_groups
+                             and not self._parrot_2023)
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
         self.extrapolated = 0
@@ -234,16 +243,21 @@ class CostModel:
         return t
 
     def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
-                       shared_tokens: int = 0) -> float:
+                       shared_tokens: int = 0, longest: int | None = None) -> float:
         """Seconds for one iteration of ``batch``.
 
         ``shared`` lists the shared-prefix groups among the decodes and ``shared_tokens`` the
         prefix tokens they cover (read once per group instead of once per sequence).
+        ``longest``: the most KV tokens the paged kernel reads for one decode (with groups:
+        its context less its group's prefix); by default the longest context without groups,
+        and no skewed-batch excess with them.
         """
         decodes = batch.decodes
         kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
-        longest = (max([s.kv_tokens for s in decodes])
-                   if self.waves is not None and decodes and not shared else None)
+        if self.waves is None or not decodes or (shared and not self.suffix_waves):
+            longest = None
+        elif longest is None and not shared:
+            longest = max([s.kv_tokens for s in decodes])
         if not batch.prefills:
             return self.decode_stretch(len(decodes), kv, 0, shared or [], longest).duration(1)
         tokens = len(decodes)
@@ -266,9 +280,11 @@ class CostModel:
                        shared: list[SharedGroup], longest: int | None = None) -> DecodeStretch:
         """Consecutive decode-only iterations of ``n_seqs`` sequences: step ``j`` reads
         ``kv_tokens + kv_growth * j`` tokens with the paged kernel, plus the ``shared``
-        prefixes once each. ``longest``: the longest sequence's KV tokens at step 0 (every
+        prefixes once each. ``longest``: the most KV tokens the paged kernel reads for one
+        sequence at step 0 (with ``shared`` groups: its context less its group's prefix; every
         sequence grows by ``kv_growth / n_seqs`` tokens a step), for the skewed-batch excess
-        (ignored with ``shared`` groups or without the profile's ``decode_paged_waves``)."""
+        (ignored without the profile's ``decode_paged_waves``, and with ``shared`` groups
+        unless :attr:`suffix_waves`)."""
         try:
             paged, base, linear_extrapolated = self._decode_rows[n_seqs]
         except KeyError:
@@ -281,7 +297,8 @@ class CostModel:
             self._past_paged(n_seqs, kv_tokens)
         if shared:
             base += self.shared_prefix_time(shared)
-            longest = None
+            if not self.suffix_waves:
+                longest = None
         excess = None
         if longest is not None and self.waves is not None and n_seqs >= 2:
             excess = ExcessSeries(self.waves, n_seqs, kv_tokens, kv_growth, longest)

@@ -195,7 +195,9 @@ class Engine:
             return
         start = self.clock
         if batch.prefills:  # never cut short
-            end = (start + self.cost.iteration_time(batch, *self._shared_groups(batch))
+            groups, shared_tokens = self._shared_groups(batch)
+            longest = self._longest_read(batch) if groups and self.cost.suffix_waves else None
+            end = (start + self.cost.iteration_time(batch, groups, shared_tokens, longest)
                    + self.policy.host_time(batch))
             if not end > start:
                 self._stopped_clock(batch, end - start)
@@ -212,8 +214,10 @@ class Engine:
             kv = ledger.kv_tokens() - shared_tokens
         else:
             kv = sum([s.cached_len + s.ctx.tokens for s in decodes]) - shared_tokens
-        longest = (self.longest_context(batch)
-                   if self.cost.waves is not None and not groups else None)
+        longest = None
+        if self.cost.waves is not None:
+            longest = (self.longest_context(batch) if not groups
+                       else self._longest_read(batch) if self.cost.suffix_waves else None)
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
         end = start + stretch.duration(steps)
@@ -273,6 +277,18 @@ class Engine:
             end_ledger_stretch(batch.ledger, steps, first_end, end, self._finish)
         else:
             end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
+
+    def _longest_read(self, batch: Batch) -> int:
+        """The most KV tokens the paged kernel reads for one of ``batch``'s decodes when the
+        shared-prefix kernel serves its forked groups: a group member's own tokens (its prefix
+        is read once per group), any other decode's whole context (O(n), groups only)."""
+        counts: dict[int, int] = {}
+        for s in batch.decodes:
+            if s.prefix_ctx is not None and s.cached_len > 0:
+                key = id(s.prefix_ctx)
+                counts[key] = counts.get(key, 0) + 1
+        return max([s.ctx.tokens if s.prefix_ctx is not None and s.cached_len > 0
+                    and counts[id(s.prefix_ctx)] > 1 else s.kv_tokens for s in batch.decodes])
 
     def longest_context(self, batch: Batch) -> int:
         """The longest context (tokens, cached prefix included) among ``batch``'s decodes:

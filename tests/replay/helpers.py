@@ -30,7 +30,9 @@ def cost_model_replay(cfg, check=None) -> Replay:
         if check is not None:
             check(replay, batch, prefills, decodes)
         engine = replay.engines[0]
-        t = cost.iteration_time(batch, *engine._shared_groups(batch))
+        groups, shared_tokens = engine._shared_groups(batch)
+        longest = engine._longest_read(batch) if groups and cost.suffix_waves else None
+        t = cost.iteration_time(batch, groups, shared_tokens, longest)
         if batch.prefills:
             t += engine.policy.host_time(batch)
         clock.advance(t)

@@ -70,3 +70,19 @@ def test_bench_table_reads_ratios_and_the_knee(tmp_path):
     row = table.iloc[0]
     assert row["skew_over_mean"] == 3.0 and row["toward_longest"] == pytest.approx(2 / 3, 1e-3)
     assert 1 < row["model"] and 0 < row["model_toward"] < 1
+
+
+def test_model_for_adds_the_suffix_excess_to_old_shared_prefix_logs():
+    prof = with_waves(load_profile("h200_llama-7b"), WAVES)
+    cm = CostModel(prof, KERNEL_ONLY)
+    # 32 decodes forking a 5000-token prefix; suffixes 900 on average, the longest 2100
+    it = _iters([(32, 32 * 5900, 7100, 1, 0.010), (32, 32 * 5900, 7100, 1, 0.010)])
+    it["shared_pages"] = [313, 0]  # the shared-prefix kernel served the first only
+    old = {"config": {"workload": {"shared_prefix": 5000}}}
+    excess = cm.paged_excess(32, 32 * 900, 2100)
+    assert excess > 0
+    assert model_for(it, old, prof).tolist() == pytest.approx([0.010 + excess, 0.010])
+    # logs made with the suffix excess (or runs without a workload prefix) stay as logged
+    new = {**old, "model_s_paged_waves": WAVES.model_dump(), "model_s_suffix_waves": True}
+    assert model_for(it, new, prof).tolist() == pytest.approx([0.010, 0.010])
+    assert model_for(it, {}, prof).tolist() == pytest.approx([0.010, 0.010])

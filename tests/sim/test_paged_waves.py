@@ -4,9 +4,11 @@ on small hand-built grids, and its place in the cost model and the decode-stretc
 import math
 
 import pytest
+import simpy
 
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.kv_cache import Context
+from parrotsim.sim.model.engine import Engine
+from parrotsim.sim.model.kv_cache import Context, KVCache
 from parrotsim.sim.model.paged_waves import WaveModel, kernel_splits
 from parrotsim.sim.model.profile import PagedGrid, PagedWaves, ProfileError, load_profile
 from parrotsim.sim.model.sequence import Batch
@@ -170,3 +172,62 @@ def test_wave_row_is_clamped_to_one_sequence_and_the_batch():
     two = wm.row(64, 1).scalar(1024)
     lo, hi = GRID.seconds[0][1], GRID.seconds[1][1]
     assert math.isclose(two, lo * (hi / lo) ** (math.log(2) / math.log(8)), rel_tol=1e-12)
+
+
+def _forked(kv, prefix, cached: int, suffix: int):
+    s = seq(cached + suffix, 10, cached_len=cached, prefix_ctx=prefix)
+    s.ctx = kv.create(prefix)
+    kv.grow(s.ctx, suffix)
+    return s
+
+
+def test_shared_prefix_suffixes_get_the_excess_of_their_longest():
+    # the shared-prefix kernel's suffix phase is the split-KV kernel over the suffixes: 16
+    # decodes forking a 4000-token prefix, one suffix of 3000 tokens and 15 of 200
+    cm = CostModel(_profile(WAVES))
+    assert cm.suffix_waves
+    suffixes = [3000] + [200] * 15
+    batch = _batch([4000 + s for s in suffixes])
+    groups, shared_tokens = [(4000, 16)], 4000 * 16
+    plain = cm.iteration_time(batch, groups, shared_tokens)  # no longest: no excess
+    skewed = cm.iteration_time(batch, groups, shared_tokens, longest=3000)
+    excess = cm.paged_excess(16, sum(suffixes), 3000)
+    assert excess > 0 and skewed - plain == pytest.approx(excess, rel=1e-9)
+    # one wave holds 8 sequences: it lasts as long as 8 suffixes of 3000 tokens, not the mean
+    assert excess == pytest.approx(8 * (3000 - sum(suffixes) / 16) * 1e-9, rel=1e-9)
+    # the stretch carries it too, in closed form
+    stretch = cm.decode_stretch(16, sum(suffixes), 16, groups, 3000)
+    assert stretch.first == pytest.approx(skewed, rel=1e-12)
+    for steps in (1, 7, 900):
+        assert stretch.duration(steps) == pytest.approx(
+            sum(stretch.step(j) for j in range(steps)), rel=0, abs=1e-9)
+    # not for the paged kernel over shared pages (its grid prices whole groups) nor for
+    # Parrot 2023's unsplit suffix
+    assert not CostModel(_profile(WAVES), kernel="paged").suffix_waves
+    parrot = CostModel(_profile(WAVES), kernel="parrot_2023")
+    assert not parrot.suffix_waves
+    assert parrot.iteration_time(batch, groups, shared_tokens, longest=3000) == \
+        parrot.iteration_time(batch, groups, shared_tokens)
+
+
+def test_engine_passes_the_longest_suffix_of_its_groups():
+    cm = CostModel(_profile(WAVES))
+    kv = KVCache(10**6)
+    eng = Engine(simpy.Environment(), 0, None, cm, kv, lambda s, t: None,
+                 kernel="shared_prefix")
+    root = kv.create()
+    kv.grow(root, 4000)
+    lone = kv.create()
+    kv.grow(lone, 100)
+    alone = seq(2500, 10, cached_len=100, prefix_ctx=lone)  # the only decode of its prefix
+    alone.ctx = kv.create(lone)
+    kv.grow(alone.ctx, 2400)
+    grouped = [_forked(kv, root, 4000, s) for s in (900, 300, 300)]
+    assert eng._longest_read(Batch(decodes=grouped)) == 900
+    # an ungrouped decode reads its whole context with the paged kernel
+    assert eng._longest_read(Batch(decodes=[*grouped, alone])) == 2500
+    batch = Batch(decodes=grouped)
+    groups, shared_tokens = eng._shared_groups(batch)
+    assert groups == [(4000, 3)]
+    assert cm.iteration_time(batch, groups, shared_tokens, 900) > cm.iteration_time(
+        batch, groups, shared_tokens)
