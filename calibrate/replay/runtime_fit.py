@@ -18,8 +18,10 @@ measures, as medians over all iterations of the given runs:
   (``launch_s``): the GPU cannot finish such an iteration sooner.
 
 ``scale`` and ``prefill_scale`` stay 1: the GPU time is the profile's. The same terms go to
-the ``vllm`` and ``parrot`` runtimes (one loop runs both policies). The written profile is the
-base profile with these runtimes, a new name, and the runs it was fitted to.
+the ``vllm`` and ``parrot`` runtimes (one loop runs both policies), or with ``--runtime NAME``
+to that engine policy's runtime only, the base profile's other runtimes kept (to fit one
+policy's host costs on its own runs). The written profile is the base profile with these
+runtimes, a new name, and the runs it was fitted to.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("real_dirs", type=Path, nargs="+")
     ap.add_argument("--profile", default="h200_llama-7b", help="base profile (name or path)")
     ap.add_argument("--out", type=Path, help="write the profile here (default: print only)")
+    ap.add_argument("--runtime", action="append", help="write the terms into this runtime "
+                    "only (repeatable; default: vllm and parrot), keeping the base's others")
     args = ap.parse_args(argv)
     runs = run_dirs(args.real_dirs)
     pooled = pd.concat([pd.read_parquet(d / "iterations.parquet") for d in runs])
@@ -82,11 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         return 0
     sources = [f"{d.parent.parent.name}/{d.name}" for d in runs]
+    names = args.runtime or ["vllm", "parrot"]
+    runtimes = {**(base.runtimes if args.runtime else {}), **dict.fromkeys(names, rt)}
+    which = "" if not args.runtime else f" ({', '.join(names)} runtime)"
     prof = base.model_copy(update={
-        "name": args.out.stem, "runtimes": {"vllm": rt, "parrot": rt},
+        "name": args.out.stem, "runtimes": runtimes,
         "description": (f"{base.name} with the host costs of parrotsim's replay loop "
-                        f"(calibrate/replay) measured on the same GPU: " + ", ".join(sources)),
-        "fitted_to": [*base.fitted_to, f"runtime terms: {len(pooled)} replayed iterations"]})
+                        f"(calibrate/replay) measured on the same GPU{which}: "
+                        + ", ".join(sources)),
+        "fitted_to": [*base.fitted_to, f"runtime terms{which}: {len(pooled)} replayed "
+                      "iterations"]})
     dump_profile(prof, args.out)
     print(f"wrote {args.out}")
     return 0

@@ -54,3 +54,15 @@ def test_host_time_per_sequence_is_the_decode_slope():
 def test_a_log_without_prompt_iterations_is_refused():
     with pytest.raises(ValueError, match="prompt-filling"):
         runtime_fit.host_terms(log().iloc[:3])
+
+
+def test_one_runtime_is_fitted_and_the_others_kept(tmp_path):
+    run = tmp_path / "real" / "runs" / "r1"
+    run.mkdir(parents=True)
+    log().to_parquet(run / "iterations.parquet")
+    out = tmp_path / "parrot-fit.yaml"
+    assert runtime_fit.main([str(tmp_path / "real"), "--profile", "h200_llama-7b-replay",
+                             "--runtime", "parrot", "--out", str(out)]) == 0
+    fitted, base = load_profile(str(out)), load_profile("h200_llama-7b-replay")
+    assert fitted.runtimes["parrot"] == runtime_fit.host_terms(log())
+    assert fitted.runtimes["vllm"] == base.runtimes["vllm"] != fitted.runtimes["parrot"]
