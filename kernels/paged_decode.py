@@ -25,6 +25,7 @@ from parrotsim.kernels._common import (
 )
 from parrotsim.kernels.decode_tile import decode_tile, merge_kernel
 from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
+from parrotsim.kernels.last_merge import launch_decode_last
 from parrotsim.kernels.tuning_table import PagedChoice, table_for
 
 
@@ -144,7 +145,7 @@ def paged_decode_attention(
     num_splits: int | None = None, block_n: int | None = None, num_warps: int | None = None,
     num_stages: int | None = None,
     out: torch.Tensor | None = None, lse: torch.Tensor | None = None, pdl: bool = False,
-    merge_warps: int = 4,
+    merge_warps: int = 4, merge: str = "kernel",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention of one query token per sequence over a paged KV cache.
 
@@ -163,6 +164,9 @@ def paged_decode_attention(
             each overrides the chosen configuration's field.
         pdl: launch with programmatic dependent launch (decode step chains, CUDA only).
         merge_warps: warps of the merge kernel (several splits only).
+        merge: how several splits are merged: "kernel" (default: a second launch) or "last"
+            (opt-in: one launch, the last split to finish merges;
+            :mod:`parrotsim.kernels.last_merge`; no PDL).
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
         ``ln sum_j exp(sm_scale * q.k_j)``.
@@ -184,6 +188,12 @@ def paged_decode_attention(
                       None, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                       pdl=pdl)
         return out, lse
+    if merge == "last":
+        launch_decode_last(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, out,
+                           lse, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
+        return out, lse
+    if merge != "kernel":
+        raise ValueError(f"unknown merge {merge!r}")
     po = torch.empty(B, HQ, num_splits, D, dtype=torch.float32, device=q.device)
     plse = torch.empty(B, HQ, num_splits, dtype=torch.float32, device=q.device)
     launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, None, None,

@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, device_name
+from parrotsim.kernels.cascade_last import launch_cascade_last
 from parrotsim.kernels.paged_decode import (
     choose_num_splits,
     decode_tile,
@@ -130,7 +131,8 @@ def shared_prefix_decode_attention(
             "separate" (prefix, suffix, merge: three launches), "concurrent" (as separate, but
             prefix and suffix on two streams, running at the same time) or "chained" (prefix launch,
             then one suffix launch that merges the prefix states in its epilogue, as in
-            Parrot; the suffix is not split).
+            Parrot; the suffix is not split) or "fused_last" (opt-in: as "fused" but one launch,
+            the last program to finish a (sequence, head) merges it; :mod:`.cascade_last`).
         prefix_split_tokens / suffix_splits: override the split heuristics (and the table's).
         num_stages / prefix_block_n, suffix_stages / suffix_block_n / suffix_warps: tiles
             (suffix default 128 tokens x 2 stages for "concurrent", else 64 x 3);
@@ -155,7 +157,7 @@ def shared_prefix_decode_attention(
     if mode == "paged":
         return paged_over_shared_pages(q, k_cache, v_cache, prefix_pages, prefix_len,
                                        suffix_block_tables, suffix_lens, sm_scale, out, lse)
-    if mode not in ("fused", "separate", "concurrent", "chained"):
+    if mode not in ("fused", "separate", "concurrent", "chained", "fused_last"):
         raise ValueError(f"unknown mode {mode!r}")
     # concurrent: the suffix programs fill the GPU too, so fewer, longer prefix splits
     conc = mode == "concurrent"
@@ -170,11 +172,16 @@ def shared_prefix_decode_attention(
                                              q.device)
     if mode == "chained":
         nss = 0
+    out = torch.empty_like(q) if out is None else out
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
+    if mode == "fused_last":
+        launch_cascade_last(q, k_cache, v_cache, prefix_pages, prefix_len, suffix_block_tables,
+                            suffix_lens, scale, out, lse, (bm, bn, warps, split_len, nsp), nss,
+                            suffix_block_n, num_stages)
+        return out, lse
     n_slots = nsp + nss
     po = torch.empty(B, HQ, n_slots, D, dtype=torch.float32, device=q.device)
     plse = torch.empty(B, HQ, n_slots, dtype=torch.float32, device=q.device)
-    out = torch.empty_like(q) if out is None else out
-    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device) if lse is None else lse
     rb = -(-(B * G) // bm)
     strides = (q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3])
     if mode == "fused":
