@@ -23,7 +23,9 @@ from parrotsim.kernels.last_merge import counters, merge_if_last
 from parrotsim.kernels.prefix_tile import prefix_tile
 
 
-@triton.jit
+# shape-dependent counts are not specialised (one compile per tile, not per batch shape)
+@triton.jit(do_not_specialize=["prefix_len", "split_len", "n_rows", "B", "n_slots", "RB",
+                               "n_prefix_progs", "NSP", "NSS"])
 def _cascade_last_kernel(
     q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, sbt_ptr, slens_ptr, po_ptr, plse_ptr, cnt_ptr,
     out_ptr, lse_ptr, split_len, qk_scale, n_rows, B, HQ, HKV, n_slots, RB, n_prefix_progs,

@@ -6,7 +6,7 @@ Here each program, after storing its partial states, adds 1 to an int32 counter 
 query head) row it wrote (``tl.atomic_add``, acq_rel, GPU scope, after a CTA barrier so that the
 release covers the stores of every thread of the program); the program that sees the count
 reach ``total`` (the number of slots of that row) was the last one, reads all slots back
-(``.cg`` loads, past the non-coherent L1), writes the output and natural-log LSE and puts the
+after a second barrier (``.cg`` loads, past the non-coherent L1), writes the output and natural-log LSE and puts the
 counter back to 0 for the next launch. No merge launch, no extra stream.
 
 Counters: one zeroed int32 per (sequence, query head), kept per device (:func:`counters`) and
@@ -47,6 +47,7 @@ def merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, seq, heads, rmask
     old = tl.atomic_add(cnt_ptr + row, 1, mask=rmask, sem="acq_rel", scope="gpu")
     last = rmask & (old == total - 1)
     if tl.max(last.to(tl.int32), 0) > 0:
+        tl.debug_barrier()  # the threads that load a row come after the one that acquired it
         tl.store(cnt_ptr + row, 0, mask=last)
         offs_s = tl.arange(0, BLOCK_S)
         offs_d = tl.arange(0, D)
@@ -71,7 +72,7 @@ def merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, seq, heads, rmask
         tl.store(lse_ptr + seq * HQ + heads, lse * 0.6931471805599453, mask=last)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_slots", "NUM_SPLITS"])
 def _decode_last_kernel(
     q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr,
     qk_scale, HQ, n_slots,
