@@ -1,0 +1,329 @@
+"""Decode kernels against the bytes floor at GQA shapes (issue 18 item 4), one device command:
+
+    python -m parrotsim.kernels.bench_gqa --out DIR [--cascade SPEC] [--paged SPEC]
+        [--reps 10] [--budget-s 200]
+
+SPEC as ``--shapes`` of :mod:`parrotsim.kernels.bench_shapes` (``"GxBxPxS[r];..."``, comma lists
+multiply; Hq = 32, D = 128). CUDA-graph replays, L2 flushed before each, median of ``reps``
+(:class:`parrotsim.kernels.bench_util.Timer`). Writes, under DIR:
+
+* ``launch.csv``: the launch floor of this timing method: a graph of one empty kernel, of two,
+  and the Triton streaming-read kernel over 1 MB - 1 GB (what a pure read of N bytes costs);
+* ``cascade.csv`` (default: G 1/4/8 x B 32/64/100 x (P, S) in (6000, 256), (3000, 17),
+  (12000, 1000)): the paged kernel over the shared pages, the cascade with its heuristic mode
+  (fused if B*G <= 32 else concurrent), "fused", and the one-launch "fused_last" at five
+  prefix tilings (split rule of "fused" / one wave; BN 128; BM 64 (4 warps, two programs an
+  SM) with 2 / 3 stages), each against the bytes
+  floor (prefix once + suffixes + q/o at the run's streaming rate), the read of the same bytes,
+  and the prefix phase's FLOPs (4 * B * Hq * P * D);
+* ``paged.csv`` (default: issue 18's shapes at B >= 32): the paged kernel (default splits, merge
+  launch), the same splits merged by the last split (``merge="last"``), with
+  ``merge="last"`` also ``wave_splits`` and ``fill4`` splits (four waves of programs, splits
+  >= 128 tokens), and torch SDPA on the contiguous gather (uniform shapes);
+* ``table.txt``: the printed summary. ``err_*`` columns: max |difference| of a variant's output
+  from the default's at the same shape (bf16 outputs).
+Off the GPU it runs tiny shapes under the Triton interpreter (a check of the driver only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+import triton
+
+from parrotsim.kernels._common import num_sms
+from parrotsim.kernels.bench_cases import private_batch, shared_batch, tok_bytes
+from parrotsim.kernels.bench_shapes import _sdpa, parse_shapes, suffixes
+from parrotsim.kernels.bench_util import (
+    CpuTimer,
+    CsvLog,
+    RandomKV,
+    Timer,
+    _read_kernel,
+    measure_bandwidth,
+)
+from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention, wave_splits
+from parrotsim.kernels.prefix_tile import prefix_tiles
+from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attention
+
+CASCADE_SPEC = ("1,4,8x32,64,100x6000x256;1,4,8x32,64,100x3000x17;"
+                "1,4,8x32,64,100x12000x1000")
+PAGED_SPEC = "1,4,8x48,100,200x500,3000,12000x0,17,1000"
+READ_MAX = 1 << 30
+CASCADE_FIELDS = ["G", "B", "P", "S", "bw_TBs", "floor_us", "read_us", "prefix_gflop",
+                  "paged_shared_us", "cascade_us", "cascade_mode", "fused_us", "fused_last_us",
+                  "fused_last_1wave_us", "fused_last_bn128_us", "fused_last_bm64_us",
+                  "fused_last_bm64_s3_us",
+                  "best", "best_us", "best_pct_floor", "best_tflops", "cascade_pct_floor",
+                  "speedup_best_vs_paged_shared", "speedup_cascade_vs_paged_shared",
+                  "err_fused_last", "error"]
+PAGED_FIELDS = ["G", "B", "P", "S", "ragged", "bw_TBs", "floor_us", "read_us", "splits",
+                "paged_us", "last_us", "wave_splits", "last_wave_us", "fill4_splits", "last_fill4_us",
+                "sdpa_us",
+                "paged_pct_floor", "best_last_pct_floor", "sdpa_pct_floor", "err_last", "error"]
+
+
+@triton.jit
+def _empty_kernel(x_ptr):
+    pass
+
+
+class Reader:
+    """The streaming-read kernel over the first ``n`` bytes of a fixed buffer (READ_MAX)."""
+
+    def __init__(self, dev: torch.device, max_bytes: int = READ_MAX) -> None:
+        self.x = torch.zeros(max_bytes // 2, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(max_bytes // (2 * 4096 * 8) + 1, dtype=torch.float32, device=dev)
+
+    def op(self, nbytes: float):
+        """The read of ``nbytes`` (None if over the buffer)."""
+        n = int(nbytes) // 2
+        if n > self.x.numel() or n < 1:
+            return None
+        return partial(_read_kernel[(triton.cdiv(n, 4096 * 8),)], self.x, self.out, n,
+                       BLOCK=4096, ITERS=8, num_warps=8)
+
+
+def launch_floor(timer, reader: Reader, log: CsvLog, reps: int) -> list[dict]:
+    """Empty-kernel graphs of 1 and 2 launches, and reads of 1 MB .. 1 GB (1 kB .. 1 MB off
+    the GPU); the rows logged."""
+    x, rows = reader.out, []
+
+    def two() -> None:
+        _empty_kernel[(1,)](x)
+        _empty_kernel[(1,)](x)
+
+    for kind, fn in [("empty_1_launch", partial(_empty_kernel[(1,)], x)),
+                     ("empty_2_launches", two),
+                     ("empty_1_launch_1024_programs", partial(_empty_kernel[(1024,)], x))]:
+        rows.append({"kind": kind, "bytes": 0, "us": timer(fn, reps=reps)})
+    unit = 1e6 if reader.x.device.type == "cuda" else 1e3
+    for mb in (1, 4, 16, 64, 256, 1024) if unit > 1e3 else (1, 64):
+        op = reader.op(mb * unit)
+        if op is not None:
+            us = timer(op, reps=reps)
+            rows.append({"kind": "read", "bytes": int(mb * unit), "us": us,
+                         "TBs": mb * unit / us / 1e6})
+    for row in rows:
+        log.add(**row)
+    return rows
+
+
+def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+def _try(row: dict, key: str, fn) -> None:
+    """``row[key] = fn()``; a failure (e.g. a tile over the shared memory) leaves the column
+    empty and is noted in ``row["error"]``, so the shape's other columns survive."""
+    try:
+        row[key] = fn()
+    except Exception as e:  # noqa: BLE001
+        row["error"] = (row.get("error", "") + f"{key}: {type(e).__name__}: {e}"[:120] + "; ")
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def cascade_shape(timer, kv: RandomKV, reader: Reader, shape: tuple, bw: float, reps: int,
+                  hq: int, d: int) -> dict:
+    """Every column of :data:`CASCADE_FIELDS` for one shared-prefix shape."""
+    g, b, p, s, ragged = shape
+    suf = suffixes(b, s, ragged, seed=hash(shape) & 0xFFFF)
+    nbytes = (p + sum(suf)) * tok_bytes(hq // g, d) + 2 * b * hq * d * 2
+    row = {"G": g, "B": b, "P": p, "S": s, "bw_TBs": bw, "floor_us": nbytes / bw / 1e6,
+           "prefix_gflop": 4 * b * hq * p * d / 1e9}
+    op = reader.op(nbytes)
+    row["read_us"] = timer(op, reps=reps) if op is not None else ""
+    sb = shared_batch(kv, p, suf, hq, g, d)
+    row["paged_shared_us"] = timer(partial(paged_decode_attention, sb.q, sb.k, sb.v,
+                                           *sb.paged_tables()), reps=reps)
+    mode = "fused" if b * g <= 32 else "concurrent"
+    row["cascade_mode"] = mode
+    run = partial(shared_prefix_decode_attention, *sb.args())
+    row["cascade_us"] = timer(partial(run, mode=mode), reps=reps)
+    row["fused_us"] = timer(partial(run, mode="fused"), reps=reps)
+    one_wave = prefix_tiles(b, g, p, hq // g, kv.device, at_most_one_wave=True)[3]
+    variants = {"fused_last": {}, "fused_last_1wave": {"prefix_split_tokens": one_wave},
+                "fused_last_bn128": {"prefix_block_n": 128},
+                "fused_last_bm64": {"prefix_block_m": 64},
+                "fused_last_bm64_s3": {"prefix_block_m": 64, "num_stages": 3}}
+    ref = run(mode=mode)[0]
+    errs = []
+    for name, kw in variants.items():
+        _try(row, f"{name}_us", lambda kw=kw: timer(partial(run, mode="fused_last", **kw),
+                                                    reps=reps))
+        _try(row, "err", lambda kw=kw: errs.append(_diff(run(mode="fused_last", **kw)[0], ref)))
+    row.pop("err", None)
+    row["err_fused_last"] = max(errs) if errs else ""
+    best = min([k for k in ("cascade", "fused", *variants) if f"{k}_us" in row],
+               key=lambda k: row[f"{k}_us"])
+    row["best"], row["best_us"] = best, row[f"{best}_us"]
+    row["best_pct_floor"] = 100 * row["floor_us"] / row["best_us"]
+    row["best_tflops"] = row["prefix_gflop"] / row["best_us"] * 1e3
+    row["cascade_pct_floor"] = 100 * row["floor_us"] / row["cascade_us"]
+    row["speedup_best_vs_paged_shared"] = row["paged_shared_us"] / row["best_us"]
+    row["speedup_cascade_vs_paged_shared"] = row["paged_shared_us"] / row["cascade_us"]
+    return row
+
+
+def paged_shape(timer, kv: RandomKV, reader: Reader, shape: tuple, bw: float, reps: int,
+                hq: int, d: int) -> dict:
+    """Every column of :data:`PAGED_FIELDS` for one private-pages shape (contexts P + S_b)."""
+    g, b, p, s, ragged = shape
+    lens = [p + x for x in suffixes(b, s, ragged, seed=hash(shape) & 0xFFFF)]
+    nbytes = sum(lens) * tok_bytes(hq // g, d) + 2 * b * hq * d * 2
+    row = {"G": g, "B": b, "P": p, "S": s, "ragged": int(ragged), "bw_TBs": bw,
+           "floor_us": nbytes / bw / 1e6}
+    op = reader.op(nbytes)
+    row["read_us"] = timer(op, reps=reps) if op is not None else ""
+    pb = private_batch(kv, lens, hq, g, d)
+    width = pb.tables.shape[1] * 16
+    splits = choose_num_splits(b * hq // g, width, kv.device)
+    waves = wave_splits(b * hq // g, width, num_sms(kv.device))
+    run = partial(paged_decode_attention, pb.q, pb.k, pb.v, pb.tables, pb.lens)
+    fill4 = choose_num_splits(b * hq // g, width, kv.device, min_split_tokens=128, waves=4.0)
+    row["splits"], row["wave_splits"], row["fill4_splits"] = splits, waves, fill4
+    row["paged_us"] = timer(partial(run, num_splits=splits), reps=reps)
+    done = {1: row["paged_us"]}  # one split: merge="last" runs the same direct kernel
+    for key, n in (("last_us", splits), ("last_wave_us", waves), ("last_fill4_us", fill4)):
+        if n not in done:
+            _try(done, n, partial(timer, partial(run, num_splits=n, merge="last"), reps=reps))
+        row[key] = done.get(n, "")
+    _try(row, "err_last", lambda: _diff(run(num_splits=max(waves, fill4, 2), merge="last")[0],
+                                        run(num_splits=splits)[0]))
+    if "error" in done:
+        row["error"] = done["error"]
+    if not ragged:
+        row["sdpa_us"] = timer(_sdpa(pb, lens, g), reps=reps)
+        row["sdpa_pct_floor"] = 100 * row["floor_us"] / row["sdpa_us"]
+    row["paged_pct_floor"] = 100 * row["floor_us"] / row["paged_us"]
+    lasts = [row[k] for k in ("last_us", "last_wave_us", "last_fill4_us") if row[k] != ""]
+    row["best_last_pct_floor"] = 100 * row["floor_us"] / min(lasts) if lasts else ""
+    return row
+
+
+def _sweep(name: str, fn, shapes: list, log: CsvLog, deadline: float, dev: torch.device,
+           *args) -> list[dict]:
+    rows = []
+    for shape in shapes:
+        if time.time() > deadline:
+            print(f"{name}: budget reached after {len(rows)} of {len(shapes)} shapes", flush=True)
+            break
+        try:
+            row = fn(*args[:3], shape, *args[3:])
+        except Exception as e:  # noqa: BLE001 - one shape failing (memory) must not stop the sweep
+            g, b, p, s, _ = shape
+            row = {"G": g, "B": b, "P": p, "S": s, "error": f"{type(e).__name__}: {e}"[:200]}
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+        log.add(**row)
+        rows.append(row)
+    return rows
+
+
+CASCADE_COLS = ["floor_us", "read_us", "paged_shared_us", "cascade_us", "fused_us",
+                "fused_last_us", "fused_last_1wave_us", "fused_last_bn128_us",
+                "fused_last_bm64_us", "fused_last_bm64_s3_us", "best", "best_pct_floor",
+                "best_tflops", "speedup_best_vs_paged_shared", "cascade_pct_floor",
+                "speedup_cascade_vs_paged_shared", "err_fused_last"]
+PAGED_COLS = ["floor_us", "read_us", "splits", "paged_us", "last_us", "wave_splits",
+              "last_wave_us", "fill4_splits", "last_fill4_us", "sdpa_us", "paged_pct_floor",
+              "best_last_pct_floor", "sdpa_pct_floor", "err_last"]
+
+
+def _lines(name: str, rows: list[dict], cols: list[str]) -> list[str]:
+    out = [f"{name}: G B P S | " + " ".join(c.removesuffix("_us") for c in cols)]
+    for r in rows:
+        out.append(f"  {r['G']} {r['B']} {r['P']} {r['S']} | "
+                   + " ".join(_f(r.get(c, "-")) for c in cols)
+                   + (f" | error {r['error']}" if r.get("error") else ""))
+    return out
+
+
+def _f(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1 else f"{v:.1f}"
+    return str(v)
+
+
+def _median(rows: list[dict], key: str) -> str:
+    vals = [float(r[key]) for r in rows if isinstance(r.get(key), float | int)]
+    return _f(statistics.median(vals)) if vals else "-"
+
+
+def summary(launch: list[dict], cascade: list[dict], paged: list[dict]) -> str:
+    """The printed table: launch floor, one line per shape, medians per G, the issue's target
+    shape (B 64, P 6000, S 256)."""
+    lines = ["launch floor (us): " + ", ".join(
+        f"{r['kind']}{'@' + str(r['bytes']) if r['bytes'] else ''}={r['us']:.2f}"
+        for r in launch), ""]
+    lines += _lines("cascade", cascade, CASCADE_COLS) + [""]
+    lines += _lines("paged", paged, PAGED_COLS) + [""]
+    for g in sorted({r["G"] for r in paged}):
+        rs = [r for r in paged if r["G"] == g]
+        lines.append(f"paged G={g}: median % of floor: paged {_median(rs, 'paged_pct_floor')}, "
+                     f"best merge=last {_median(rs, 'best_last_pct_floor')}, "
+                     f"sdpa {_median(rs, 'sdpa_pct_floor')}")
+    for g in sorted({r["G"] for r in cascade}):
+        rs = [r for r in cascade if r["G"] == g]
+        lines.append(f"cascade G={g}: median % of floor: best {_median(rs, 'best_pct_floor')}, "
+                     f"cascade {_median(rs, 'cascade_pct_floor')}; median x over paged_shared: "
+                     f"best {_median(rs, 'speedup_best_vs_paged_shared')}, cascade "
+                     f"{_median(rs, 'speedup_cascade_vs_paged_shared')}")
+    for r in cascade:
+        if (r["B"], r["P"], r["S"]) == (64, 6000, 256) and "best_us" in r:
+            lines.append(f"target G={r['G']} B=64 P=6000 S=256: best {r['best']} "
+                         f"{r['best_us']:.1f} us = {r['best_pct_floor']:.1f} % of the "
+                         f"{r['floor_us']:.1f} us floor (want >= 50), "
+                         f"{r['speedup_best_vs_paged_shared']:.2f}x over paged_shared "
+                         f"(want >= 5), prefix {r['best_tflops']:.0f} TFLOP/s")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cascade", default=CASCADE_SPEC)
+    ap.add_argument("--paged", default=PAGED_SPEC)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--budget-s", type=float, default=190.0,
+                    help="no new cascade shape after half of it, no new paged shape after it")
+    args = ap.parse_args(argv)
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    gpu = dev.type == "cuda"
+    try:
+        cshapes = parse_shapes(args.cascade if gpu else "4x2x40x17")
+        pshapes = parse_shapes(args.paged if gpu else "4x2x200x0")
+    except ValueError as e:
+        ap.error(str(e))
+    hq, d = (32, 128) if gpu else (8, 32)
+    args.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    timer = Timer(dev) if gpu else CpuTimer()
+    torch.manual_seed(0)
+    bw = measure_bandwidth(timer, dev)
+    print(f"bandwidth (TB/s): {bw}", flush=True)
+    reader = Reader(dev, READ_MAX if gpu else 1 << 20)
+    llog = CsvLog(args.out / "launch.csv", ["kind", "bytes", "us", "TBs"])
+    launch = launch_floor(timer, reader, llog, args.reps)
+    common = (timer, RandomKV(dev), reader)
+    cascade = _sweep("cascade", cascade_shape, cshapes, CsvLog(args.out / "cascade.csv",
+                     CASCADE_FIELDS), t0 + args.budget_s / 2, dev, *common, bw["floor_TBs"],
+                     args.reps, hq, d)
+    paged = _sweep("paged", paged_shape, pshapes, CsvLog(args.out / "paged.csv", PAGED_FIELDS),
+                   t0 + args.budget_s, dev, *common, bw["floor_TBs"], args.reps, hq, d)
+    text = (f"bench_gqa on {torch.cuda.get_device_name(dev) if gpu else 'cpu'}, bytes floor at "
+            f"{bw['floor_TBs']:.3f} TB/s, {time.time() - t0:.0f} s\n" + summary(launch, cascade, paged))
+    (args.out / "table.txt").write_text(text)
+    print(text, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
