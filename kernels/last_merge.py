@@ -60,10 +60,13 @@ def merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, seq, heads, rmask
         w = tl.exp2(ls - m[:, None])
         wsum = tl.sum(w, 1)
         acc = tl.zeros([seq.shape[0], D], tl.float32)
-        for s in range(0, n_slots):
+        o_ptrs = po_ptr + base[:, None] * D + offs_d[None, :]
+        o_next = tl.load(o_ptrs, mask=last[:, None], other=0.0, cache_modifier=".cg")
+        for s in range(0, n_slots):  # slot s + 1 is loaded while slot s is added
+            o = o_next
+            o_next = tl.load(o_ptrs + (s + 1) * D, mask=last[:, None] & (s + 1 < n_slots),
+                             other=0.0, cache_modifier=".cg")
             ws = tl.sum(tl.where(offs_s[None, :] == s, w, 0.0), 1)
-            o = tl.load(po_ptr + (base + s)[:, None] * D + offs_d[None, :], mask=last[:, None],
-                        other=0.0, cache_modifier=".cg")
             acc += o * ws[:, None]
         out = acc / tl.where(wsum > 0, wsum, 1.0)[:, None]
         tl.store(out_ptr + seq[:, None] * stride_ob + heads[:, None] * stride_oh
