@@ -19,7 +19,7 @@ import triton.language as tl
 
 from parrotsim.kernels._common import INTERPRET
 from parrotsim.kernels.decode_tile import decode_tile
-from parrotsim.kernels.last_merge import counters, merge_if_last
+from parrotsim.kernels.last_merge import _block_s, counters, merge_if_last
 from parrotsim.kernels.prefix_tile import prefix_tile
 
 
@@ -90,7 +90,7 @@ def launch_cascade_last(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         *v_cache.stride()[:3], suffix_block_tables.stride(0), out.stride(0), out.stride(1),
         nsp, nss, G=G, BM=bm, BN=bn, BLOCK_H=max(16, triton.next_power_of_2(G)),
         BN_S=suffix_block_n, D=D, PAGE=page, F32=INTERPRET,
-        BLOCK_S=max(2, triton.next_power_of_2(n_slots)), num_warps=warps,
+        BLOCK_S=_block_s(n_slots), num_warps=warps,
         num_stages=num_stages)
 
 

@@ -55,19 +55,23 @@ def merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, seq, heads, rmask
         ls = tl.load(plse_ptr + base[:, None] + offs_s[None, :],
                      mask=last[:, None] & (offs_s[None, :] < n_slots), other=float("-inf"),
                      cache_modifier=".cg")
-        m = tl.max(ls, 1)
+        m = tl.max(ls, 1)  # the rows' largest slot LSE, from one load of all slots
         m = tl.where(m == float("-inf"), 0.0, m)
-        w = tl.exp2(ls - m[:, None])
-        wsum = tl.sum(w, 1)
         acc = tl.zeros([seq.shape[0], D], tl.float32)
+        wsum = tl.zeros([seq.shape[0]], tl.float32)
         o_ptrs = po_ptr + base[:, None] * D + offs_d[None, :]
         o_next = tl.load(o_ptrs, mask=last[:, None], other=0.0, cache_modifier=".cg")
+        l_next = tl.load(plse_ptr + base, mask=last, other=float("-inf"), cache_modifier=".cg")
         for s in range(0, n_slots):  # slot s + 1 is loaded while slot s is added
             o = o_next
-            o_next = tl.load(o_ptrs + (s + 1) * D, mask=last[:, None] & (s + 1 < n_slots),
-                             other=0.0, cache_modifier=".cg")
-            ws = tl.sum(tl.where(offs_s[None, :] == s, w, 0.0), 1)
-            acc += o * ws[:, None]
+            w = tl.exp2(l_next - m)
+            more = last & (s + 1 < n_slots)
+            o_next = tl.load(o_ptrs + (s + 1) * D, mask=more[:, None], other=0.0,
+                             cache_modifier=".cg")
+            l_next = tl.load(plse_ptr + base + s + 1, mask=more, other=float("-inf"),
+                             cache_modifier=".cg")
+            wsum += w
+            acc += o * w[:, None]
         out = acc / tl.where(wsum > 0, wsum, 1.0)[:, None]
         tl.store(out_ptr + seq[:, None] * stride_ob + heads[:, None] * stride_oh
                  + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=last[:, None])
@@ -97,6 +101,11 @@ def _decode_last_kernel(
                   offs_h < G, HQ, n_slots, NUM_SPLITS, stride_ob, stride_oh, D, BLOCK_S)
 
 
+def _block_s(n_slots: int) -> int:
+    """Slots of the one LSE load of a merge: at least 64, so one compile serves every split count."""
+    return max(64, triton.next_power_of_2(n_slots))
+
+
 def launch_decode_last(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                        block_tables: torch.Tensor, seq_lens: torch.Tensor, sm_scale: float,
                        num_splits: int, out: torch.Tensor, lse: torch.Tensor,
@@ -117,8 +126,8 @@ def launch_decode_last(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
         q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3],
         block_tables.stride(0), out.stride(0), out.stride(1), num_splits,
         G=G, BLOCK_H=max(16, triton.next_power_of_2(G)), BLOCK_N=block_n, D=D,
-        PAGE=k_cache.shape[1], F32=INTERPRET, BLOCK_S=max(2, triton.next_power_of_2(num_splits)),
+        PAGE=k_cache.shape[1], F32=INTERPRET, BLOCK_S=_block_s(num_splits),
         num_warps=num_warps, num_stages=num_stages)
 
 
-__all__ = ["counters", "launch_decode_last", "merge_if_last"]
+__all__ = ["_block_s", "counters", "launch_decode_last", "merge_if_last"]
