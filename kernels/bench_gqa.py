@@ -1,7 +1,7 @@
 """Decode kernels against the bytes floor at GQA shapes (issue 18 item 4), one device command:
 
     python -m parrotsim.kernels.bench_gqa --out DIR [--cascade SPEC] [--paged SPEC]
-        [--reps 10] [--budget-s 200]
+        [--reps 10] [--budget-s 190]
 
 SPEC as ``--shapes`` of :mod:`parrotsim.kernels.bench_shapes` (``"GxBxPxS[r];..."``, comma lists
 multiply; Hq = 32, D = 128). CUDA-graph replays, L2 flushed before each, median of ``reps``
@@ -11,15 +11,16 @@ multiply; Hq = 32, D = 128). CUDA-graph replays, L2 flushed before each, median 
   and the Triton streaming-read kernel over 1 MB - 1 GB (what a pure read of N bytes costs);
 * ``cascade.csv`` (default: G 1/4/8 x B 32/64/100 x (P, S) in (6000, 256), (3000, 17),
   (12000, 1000)): the paged kernel over the shared pages, the cascade with its heuristic mode
-  (fused if B*G <= 32 else concurrent), "fused", and the one-launch "fused_last" at five
-  prefix tilings (split rule of "fused" / one wave; BN 128; BM 64 (4 warps, two programs an
-  SM) with 2 / 3 stages), each against the bytes
-  floor (prefix once + suffixes + q/o at the run's streaming rate), the read of the same bytes,
-  and the prefix phase's FLOPs (4 * B * Hq * P * D);
-* ``paged.csv`` (default: issue 18's shapes at B >= 32): the paged kernel (default splits, merge
-  launch), the same splits merged by the last split (``merge="last"``), with
-  ``merge="last"`` also ``wave_splits`` and ``fill4`` splits (four waves of programs, splits
-  >= 128 tokens), and torch SDPA on the contiguous gather (uniform shapes);
+  (fused if B*G <= 32 else concurrent), "fused", and the one-launch "fused_last" at six
+  prefix tilings (split rule of "fused" / one wave; BN 128; BM 64 with 4 warps, so that suffix
+  programs fit beside prefix programs on an SM, with 2 / 3 stages / one wave), each against
+  the bytes floor (prefix once + suffixes + q/o at the run's streaming rate), the read of the
+  same bytes, and the prefix phase's FLOPs (4 * B * Hq * P * D);
+* ``paged.csv`` (default: issue 18's 81 shapes at B >= 32, i.e. B 48 / 100 / 200): the paged
+  kernel (default splits, merge launch), the same splits merged by the last split
+  (``merge="last"``), with ``merge="last"`` also ``wave_splits`` and ``fill4`` splits (four
+  waves of programs, splits >= 128 tokens), and torch SDPA on the contiguous gather (uniform
+  shapes);
 * ``table.txt``: the printed summary. ``err_*`` columns: max |difference| of a variant's output
   from the default's at the same shape (bf16 outputs).
 Off the GPU it runs tiny shapes under the Triton interpreter (a check of the driver only).
@@ -61,7 +62,7 @@ READ_MAX = 1 << 30
 CASCADE_FIELDS = ["G", "B", "P", "S", "bw_TBs", "floor_us", "read_us", "prefix_gflop",
                   "paged_shared_us", "cascade_us", "cascade_mode", "fused_us", "fused_last_us",
                   "fused_last_1wave_us", "fused_last_bn128_us", "fused_last_bm64_us",
-                  "fused_last_bm64_s3_us",
+                  "fused_last_bm64_s3_us", "fused_last_bm64_1wave_us",
                   "best", "best_us", "best_pct_floor", "best_tflops", "cascade_pct_floor",
                   "speedup_best_vs_paged_shared", "speedup_cascade_vs_paged_shared",
                   "err_fused_last", "error"]
@@ -151,10 +152,13 @@ def cascade_shape(timer, kv: RandomKV, reader: Reader, shape: tuple, bw: float, 
     row["cascade_us"] = timer(partial(run, mode=mode), reps=reps)
     row["fused_us"] = timer(partial(run, mode="fused"), reps=reps)
     one_wave = prefix_tiles(b, g, p, hq // g, kv.device, at_most_one_wave=True)[3]
+    one_wave64 = prefix_tiles(b, g, p, hq // g, kv.device, block_m=64, at_most_one_wave=True)[3]
     variants = {"fused_last": {}, "fused_last_1wave": {"prefix_split_tokens": one_wave},
                 "fused_last_bn128": {"prefix_block_n": 128},
                 "fused_last_bm64": {"prefix_block_m": 64},
-                "fused_last_bm64_s3": {"prefix_block_m": 64, "num_stages": 3}}
+                "fused_last_bm64_s3": {"prefix_block_m": 64, "num_stages": 3},
+                "fused_last_bm64_1wave": {"prefix_block_m": 64,
+                                          "prefix_split_tokens": one_wave64}}
     ref = run(mode=mode)[0]
     errs = []
     for name, kw in variants.items():
@@ -231,7 +235,8 @@ def _sweep(name: str, fn, shapes: list, log: CsvLog, deadline: float, dev: torch
 
 CASCADE_COLS = ["floor_us", "read_us", "paged_shared_us", "cascade_us", "fused_us",
                 "fused_last_us", "fused_last_1wave_us", "fused_last_bn128_us",
-                "fused_last_bm64_us", "fused_last_bm64_s3_us", "best", "best_pct_floor",
+                "fused_last_bm64_us", "fused_last_bm64_s3_us", "fused_last_bm64_1wave_us",
+                "best", "best_pct_floor",
                 "best_tflops", "speedup_best_vs_paged_shared", "cascade_pct_floor",
                 "speedup_cascade_vs_paged_shared", "err_fused_last"]
 PAGED_COLS = ["floor_us", "read_us", "splits", "paged_us", "last_us", "wave_splits",
