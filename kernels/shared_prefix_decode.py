@@ -12,7 +12,9 @@ streams (fork/join, also inside a captured CUDA graph) so the prefix programs an
 programs share the GPU, each with its own tile configuration (measured fastest for B*G > 32 on
 the H200, kernels/NOTES.md). ``mode="paged"`` runs the paged kernel over block tables that
 point at the shared prefix pages (the fallback where the cascade is slower); ``mode="auto"``
-picks by shape from the GPU's tuning table (:func:`choose_shared`).
+picks by shape from the GPU's tuning table (:func:`choose_shared`). ``mode="fused_last"``
+(opt-in, :mod:`parrotsim.kernels.cascade_last`) is "fused" in one launch: the last program to
+finish a (sequence, head) merges it.
 """
 
 from __future__ import annotations
