@@ -21,6 +21,7 @@ from parrotsim.kernels._common import INTERPRET
 from parrotsim.kernels.decode_tile import decode_tile
 from parrotsim.kernels.last_merge import _block_s, counters, merge_if_last
 from parrotsim.kernels.prefix_tile import prefix_tile
+from parrotsim.kernels.prefix_tile_fast import prefix_tile_fast
 
 
 # shape-dependent counts are not specialised (one compile per tile, not per batch shape)
@@ -32,17 +33,23 @@ def _cascade_last_kernel(
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
     stride_btb, stride_ob, stride_oh, NSP, NSS, G: tl.constexpr, BM: tl.constexpr,
     BN: tl.constexpr, BLOCK_H: tl.constexpr, BN_S: tl.constexpr, D: tl.constexpr,
-    PAGE: tl.constexpr, F32: tl.constexpr, BLOCK_S: tl.constexpr,
+    PAGE: tl.constexpr, F32: tl.constexpr, BLOCK_S: tl.constexpr, FAST: tl.constexpr,
 ):
     pid = tl.program_id(0)
     if pid < n_prefix_progs:
         rb = pid % RB
         rest = pid // RB
         kvh = rest % HKV
-        prefix_tile(q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
-                    rb, kvh, rest // HKV, split_len, qk_scale, n_rows, HQ,
-                    n_slots, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
-                    stride_vp, stride_vt, stride_vh, G, BM, BN, D, PAGE, F32)
+        if FAST:
+            prefix_tile_fast(q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+                             rb, kvh, rest // HKV, split_len, qk_scale, n_rows, HQ,
+                             n_slots, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                             stride_vp, stride_vt, stride_vh, G, BM, BN, D, PAGE, F32)
+        else:
+            prefix_tile(q_ptr, k_ptr, v_ptr, pages_ptr, prefix_len, po_ptr, plse_ptr,
+                        rb, kvh, rest // HKV, split_len, qk_scale, n_rows, HQ,
+                        n_slots, stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
+                        stride_vp, stride_vt, stride_vh, G, BM, BN, D, PAGE, F32)
         rows = rb * BM + tl.arange(0, BM)
         merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, rows // G,
                       kvh * G + rows % G, rows < n_rows, HQ, n_slots, NSP + NSS,
@@ -69,10 +76,12 @@ def launch_cascade_last(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
                         suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
                         qk_scale2: float, out: torch.Tensor, lse: torch.Tensor,
                         tiles: tuple[int, int, int, int, int], suffix_splits: int,
-                        suffix_block_n: int = 64, num_stages: int = 2) -> None:
+                        suffix_block_n: int = 64, num_stages: int = 2,
+                        fast_prefix: bool = False) -> None:
     """Launch the one-launch cascade: ``tiles`` = (BM, BN, warps, split_len, prefix splits) of
     :func:`~parrotsim.kernels.prefix_tile.prefix_tiles`, ``qk_scale2`` = softmax scale *
-    log2(e); writes ``out`` [B, Hq, D] and the natural-log ``lse`` [B, Hq] (contiguous)."""
+    log2(e); writes ``out`` [B, Hq, D] and the natural-log ``lse`` [B, Hq] (contiguous).
+    ``fast_prefix``: prefix tiles of :mod:`parrotsim.kernels.prefix_tile_fast`."""
     B, HQ, D = q.shape
     _, page, HKV, _ = k_cache.shape
     G = HQ // HKV
@@ -90,7 +99,7 @@ def launch_cascade_last(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         *v_cache.stride()[:3], suffix_block_tables.stride(0), out.stride(0), out.stride(1),
         nsp, nss, G=G, BM=bm, BN=bn, BLOCK_H=max(16, triton.next_power_of_2(G)),
         BN_S=suffix_block_n, D=D, PAGE=page, F32=INTERPRET,
-        BLOCK_S=_block_s(n_slots), num_warps=warps,
+        BLOCK_S=_block_s(n_slots), FAST=fast_prefix, num_warps=warps,
         num_stages=num_stages)
 
 

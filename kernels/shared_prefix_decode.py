@@ -115,6 +115,7 @@ def shared_prefix_decode_attention(
     suffix_splits: int | None = None, num_stages: int = 2, prefix_block_n: int = 64,
     suffix_block_n: int | None = None, suffix_stages: int | None = None,
     prefix_block_m: int | None = None, suffix_warps: int = 4, merge_warps: int = 1, out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+    fast_prefix: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention for B sequences that share a prefix.
 
@@ -141,6 +142,8 @@ def shared_prefix_decode_attention(
             merge_warps: warps of the merge kernel (1 measured 4 us faster than 4 at B=64);
             prefix_block_m: rows per prefix tile (default by batch, see prefix_tiles).
         out, lse: optional output buffers ([B, Hq, D] q.dtype, [B, Hq] fp32).
+        fast_prefix: (mode "fused_last" only) prefix tiles without masks on whole tiles and
+            with the scale folded into the exponent (:mod:`parrotsim.kernels.prefix_tile_fast`).
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32 natural log)`` over prefix + suffix.
     """
@@ -161,6 +164,8 @@ def shared_prefix_decode_attention(
                                        suffix_block_tables, suffix_lens, sm_scale, out, lse)
     if mode not in ("fused", "separate", "concurrent", "chained", "fused_last"):
         raise ValueError(f"unknown mode {mode!r}")
+    if fast_prefix and mode != "fused_last":
+        raise ValueError(f"fast_prefix needs mode 'fused_last', not {mode!r}")
     # concurrent: the suffix programs fill the GPU too, so fewer, longer prefix splits
     conc = mode == "concurrent"
     bm, bn, warps, split_len, nsp = prefix_tiles(B, G, prefix_len, HKV, q.device,
@@ -179,7 +184,7 @@ def shared_prefix_decode_attention(
     if mode == "fused_last":
         launch_cascade_last(q, k_cache, v_cache, prefix_pages, prefix_len, suffix_block_tables,
                             suffix_lens, scale, out, lse, (bm, bn, warps, split_len, nsp), nss,
-                            suffix_block_n, num_stages)
+                            suffix_block_n, num_stages, fast_prefix)
         return out, lse
     n_slots = nsp + nss
     po = torch.empty(B, HQ, n_slots, D, dtype=torch.float32, device=q.device)

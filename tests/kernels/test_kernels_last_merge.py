@@ -91,7 +91,11 @@ def test_only_the_last_arrival_merges():
      (8, 37, [20, 5, 0, 64, 16], {"prefix_block_m": 64}),
      (4, 0, [9, 30], {}),
      (8, 100, [0, 0, 0], {"prefix_block_n": 128}),
-     (4, 211, [50, 0, 7], {"suffix_splits": 3, "num_stages": 3})],
+     (4, 211, [50, 0, 7], {"suffix_splits": 3, "num_stages": 3}),
+     (4, 211, [50, 0, 7], {"fast_prefix": True}),
+     (8, 128, [3, 0], {"fast_prefix": True}),
+     (1, 37, [0, 20, 9], {"fast_prefix": True, "prefix_block_n": 128}),
+     (8, 0, [5, 16], {"fast_prefix": True})],
 )
 def test_cascade_fused_last_vs_reference(group, prefix_len, suffix, kw):
     gen = torch.Generator().manual_seed(prefix_len + 17 * group)
@@ -109,6 +113,15 @@ def test_cascade_fused_last_vs_reference(group, prefix_len, suffix, kw):
                                    **kw)
     _check(out, lse, *ref_shared_prefix_decode(q, k, v, prefix_pages, prefix_len, tables, lens))
     assert not counters(CPU, 1).any()
+
+
+def test_fast_prefix_needs_fused_last():
+    q = torch.zeros(1, 4, D, dtype=torch.bfloat16)
+    k = v = torch.zeros(2, 16, 1, D, dtype=torch.bfloat16)
+    one = torch.zeros(1, 1, dtype=torch.int32)
+    with pytest.raises(ValueError, match="fast_prefix"):
+        shared_prefix_decode_attention(q, k, v, one[0], 16, one, torch.ones(1, dtype=torch.int32),
+                                       mode="fused", fast_prefix=True)
 
 
 def test_cascade_fused_last_row_blocks():
