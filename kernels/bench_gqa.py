@@ -13,8 +13,9 @@ multiply; Hq = 32, D = 128). CUDA-graph replays, L2 flushed before each, median 
   (12000, 1000)): the paged kernel over the shared pages, the cascade with its heuristic mode
   (fused if B*G <= 32 else concurrent), "fused", and the one-launch "fused_last" at six
   prefix tilings (split rule of "fused" / one wave; BN 128; BM 64 with 4 warps, so that suffix
-  programs fit beside prefix programs on an SM, with 2 / 3 stages / one wave), each against
-  the bytes floor (prefix once + suffixes + q/o at the run's streaming rate), the read of the
+  programs fit beside prefix programs on an SM, with 2 / 3 stages / one wave) and with the
+  unmasked prefix tiles (``fast_prefix``) at the default and the BM 64 one-wave tiling, each
+  against the bytes floor (prefix once + suffixes + q/o at the run's streaming rate), the read of the
   same bytes, and the prefix phase's FLOPs (4 * B * Hq * P * D);
 * ``paged.csv`` (default: issue 18's 81 shapes at B >= 32, i.e. B 48 / 100 / 200): the paged
   kernel (default splits, merge launch), the same splits merged by the last split
@@ -62,7 +63,8 @@ READ_MAX = 1 << 30
 CASCADE_FIELDS = ["G", "B", "P", "S", "bw_TBs", "floor_us", "read_us", "prefix_gflop",
                   "paged_shared_us", "cascade_us", "cascade_mode", "fused_us", "fused_last_us",
                   "fused_last_1wave_us", "fused_last_bn128_us", "fused_last_bm64_us",
-                  "fused_last_bm64_s3_us", "fused_last_bm64_1wave_us",
+                  "fused_last_bm64_s3_us", "fused_last_bm64_1wave_us", "fused_last_fast_us",
+                  "fused_last_bm64_1wave_fast_us",
                   "best", "best_us", "best_pct_floor", "best_tflops", "cascade_pct_floor",
                   "speedup_best_vs_paged_shared", "speedup_cascade_vs_paged_shared",
                   "err_fused_last", "error"]
@@ -158,7 +160,10 @@ def cascade_shape(timer, kv: RandomKV, reader: Reader, shape: tuple, bw: float, 
                 "fused_last_bm64": {"prefix_block_m": 64},
                 "fused_last_bm64_s3": {"prefix_block_m": 64, "num_stages": 3},
                 "fused_last_bm64_1wave": {"prefix_block_m": 64,
-                                          "prefix_split_tokens": one_wave64}}
+                                          "prefix_split_tokens": one_wave64},
+                "fused_last_fast": {"fast_prefix": True},
+                "fused_last_bm64_1wave_fast": {"prefix_block_m": 64, "fast_prefix": True,
+                                               "prefix_split_tokens": one_wave64}}
     ref = run(mode=mode)[0]
     errs = []
     for name, kw in variants.items():
@@ -236,7 +241,7 @@ def _sweep(name: str, fn, shapes: list, log: CsvLog, deadline: float, dev: torch
 CASCADE_COLS = ["floor_us", "read_us", "paged_shared_us", "cascade_us", "fused_us",
                 "fused_last_us", "fused_last_1wave_us", "fused_last_bn128_us",
                 "fused_last_bm64_us", "fused_last_bm64_s3_us", "fused_last_bm64_1wave_us",
-                "best", "best_pct_floor",
+                "fused_last_fast_us", "fused_last_bm64_1wave_fast_us", "best", "best_pct_floor",
                 "best_tflops", "speedup_best_vs_paged_shared", "cascade_pct_floor",
                 "speedup_cascade_vs_paged_shared", "err_fused_last"]
 PAGED_COLS = ["floor_us", "read_us", "splits", "paged_us", "last_us", "wave_splits",
