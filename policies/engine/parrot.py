@@ -37,13 +37,14 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.policies.engine.parrot_shortage import grow_decodes, held_tokens, short_step
 from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicy,
@@ -51,7 +52,6 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
-from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 _ARRIVAL_ORDER = attrgetter("arrived", "uid")
@@ -112,6 +112,7 @@ class ParrotEnginePolicy(EnginePolicy):
         #: of a block (in running order; the queue holds them reversed), None if it put back
         #: anything else
         self._short_head: list[Sequence] | None = None
+        self._short_tokens = 0  # their KV tokens (cached prefixes included)
 
     # ---- helpers -------------------------------------------------------------------------
     @property
@@ -160,38 +161,44 @@ class ParrotEnginePolicy(EnginePolicy):
         state.waiting.extend(ready)
 
     def _admit(self, state: EngineState, dry: bool = False,
-               expected: set[int] | None = None,
-               head: list[Sequence] | None = None) -> list[tuple[Sequence, int]]:
+               expected: set[int] | None = None) -> list[tuple[Sequence, int]]:
         """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate). A
         ``dry`` run changes nothing; given ``expected`` uids it stops at the first admitted job
-        outside them (the caller only asks whether the admitted set is exactly ``expected``);
-        ``head``: Generates known to lead the queue, reversed (``_short_head``).
+        outside them (the caller only asks whether the admitted set is exactly ``expected``)."""
+        n = len(state.running)
+        return self._walk(state, state.waiting, n, n, dry, expected)
 
-        One pass over the waiting queue with the per-job tests inlined (:func:`_ready`,
-        :meth:`_fill_tokens`, :meth:`_fill_blocks`): a held-back batch leaves a long queue that
-        every iteration walks."""
+    def _admit_after(self, state: EngineState, head: list[Sequence]
+                     ) -> list[tuple[Sequence, int]] | None:
+        """:meth:`_admit` when the queue starts with the Generates ``head`` (reversed) that
+        the last iteration held back for want of a block: None when it would admit them all
+        and nothing else. They are ready and fill nothing: each is admitted while ``jobs <
+        max_batch_size`` and (``jobs == 0`` or ``batched + 1 <= max_num_batched_tokens``),
+        and ``jobs == batched`` here."""
+        cfg = self.cfg
+        k, jobs = len(head), len(state.running)
+        admitted = min(k, max(0, min(cfg.max_batch_size, cfg.max_num_batched_tokens) - jobs))
+        if admitted < k:
+            return [(s, 0) for s in reversed(head[k - admitted:])]
+        rest = self._walk(state, itertools.islice(state.waiting, k, None), jobs + k, jobs + k)
+        return [(s, 0) for s in reversed(head)] + rest if rest else None
+
+    def _walk(self, state: EngineState, waiting: Iterable[Sequence], jobs: int, batched: int,
+              dry: bool = False, expected: set[int] | None = None
+              ) -> list[tuple[Sequence, int]]:
+        """Admit from ``waiting`` (the queue, or what follows its head) given ``jobs`` and
+        ``batched`` tokens already in the iteration (see :meth:`_admit`).
+
+        One pass with the per-job tests inlined (:func:`_ready`, :meth:`_fill_tokens`,
+        :meth:`_fill_blocks`): a held-back batch leaves a long queue that every iteration
+        walks."""
         cfg = self.cfg
         max_batch, max_tokens, chunk = (cfg.max_batch_size, cfg.max_num_batched_tokens,
                                         cfg.fill_chunk_size)
-        jobs = batched = len(state.running)
         kv = state.kv
         free, bs = kv.free_blocks, kv.block_size
         fills_blocked = False
         out: list[tuple[Sequence, int]] = []
-        waiting = state.waiting
-        if head is not None and len(waiting) >= len(head) and \
-                waiting[0] is head[-1] and waiting[len(head) - 1] is head[0]:
-            # the queue starts with Generates the last iteration put back: ready, no fill
-            # tokens, each admitted while jobs < max_batch and (jobs == 0 or batched + 1 <=
-            # max_tokens), jobs == batched here; the walk goes on after them if all are
-            k = len(head)
-            admitted = min(k, max(0, min(max_batch, max_tokens) - jobs))
-            out = [(s, 0) for s in reversed(head[k - admitted:])]
-            if admitted < k:
-                return out
-            jobs += k
-            batched += k
-            waiting = itertools.islice(waiting, k, None)
         for s in waiting:
             ctx = s.ctx
             if ctx is None and (s.waiting_inputs or (
@@ -246,11 +253,29 @@ class ParrotEnginePolicy(EnginePolicy):
             self._release_parked(state)
         self._held, self._unstable = set(), False
         head, self._short_head = self._short_head, None
+        waiting = state.waiting
+        if head is not None and not (len(waiting) >= len(head) and waiting[0] is head[-1]
+                                     and waiting[len(head) - 1] is head[0]):
+            head = None  # the queue no longer starts with the jobs held back for blocks
         if self.cfg.scheduler == "tgi":
-            batch = self._prefill_only(state)
+            batch = self._prefill_only(state, len(head) if head else 0)
             if batch is not None:
                 return batch
-        jobs = self._admit(state, head=head)
+        if head is None:
+            jobs = self._admit(state)
+        else:
+            jobs = self._admit_after(state, head)
+            if jobs is None:  # the held-back Generates come back, and nothing else
+                done = short_step(state, head, self._key, self.cfg.max_total_tokens,
+                                  self._short_tokens)
+                if done is not None:
+                    decodes, short, self._short_tokens = done
+                    if short:
+                        self.memory_stalls += 1
+                        self._unstable = True
+                        self._short_head = short
+                    return Batch(decodes=decodes)
+                jobs = [(s, 0) for s in reversed(head)]
         fill_n = {s.uid: n for s, n in jobs if n}
         self._take(state, jobs)
         state.running.sort(key=self._key)
@@ -272,7 +297,7 @@ class ParrotEnginePolicy(EnginePolicy):
                 if s.uid in fill_n:
                     s.allocate(kv, fill_n[s.uid])
                     prefills.append((s, fill_n[s.uid]))
-        decodes, short = self._grow_decodes(kv, survivors, fill_n)
+        decodes, short = grow_decodes(kv, survivors, fill_n)
         self._unstable = bool(short) or any(s.uid in fill_n for s in held)
         if short:
             self.memory_stalls += 1
@@ -294,46 +319,17 @@ class ParrotEnginePolicy(EnginePolicy):
             else:  # the decodes are what ran, in running order
                 state.running = list(decodes)
             state.waiting.extendleft(short)
-            self._short_head = short
+            self._short_head, self._short_tokens = short, held_tokens(short)
         self._held = {s.uid for s in held}
         return Batch(prefills=prefills, decodes=decodes)
 
-    @staticmethod
-    def _grow_decodes(kv: KVCache, survivors: list[Sequence], fill_n: dict[int, int]
-                      ) -> tuple[list[Sequence], list[Sequence]]:
-        """Give each surviving Generate job the slot of its next token, in order (a fork whose
-        whole prompt is cached gets its context first): (those that got one, those short of
-        a block). ``kv.can_grow`` and ``kv.grow`` by one token, inlined."""
-        bs, num = kv.block_size, kv.num_blocks
-        used = peak = kv.used_blocks
-        decodes, short = [], []
-        for s in survivors:
-            if fill_n and s.uid in fill_n:
-                continue
-            ctx = s.ctx
-            if ctx is None:
-                ctx = s.ctx = kv.create(s.prefix_ctx)
-            need = -(-(ctx.tokens + 1) // bs) - ctx.blocks
-            if need <= num - used:
-                ctx.tokens += 1
-                ctx.blocks += need
-                used += need
-                if used > peak:
-                    peak = used
-                decodes.append(s)
-            else:
-                short.append(s)
-        kv.used_blocks = used
-        if peak > kv.peak_blocks:
-            kv.peak_blocks = peak
-        return decodes, short
-
-    def _prefill_only(self, state: EngineState) -> Batch | None:
-        """tgi: Fills from the waiting queue in order; running Generates go back to the head."""
+    def _prefill_only(self, state: EngineState, skip: int = 0) -> Batch | None:
+        """tgi: Fills from the waiting queue in order; running Generates go back to the head.
+        ``skip``: the queue starts with that many Generates held back for blocks."""
         kv, cfg = state.kv, self.cfg
         free, tokens = kv.free_blocks, 0
         jobs: list[tuple[Sequence, int]] = []
-        for s in state.waiting:
+        for s in itertools.islice(state.waiting, skip, None):
             if s.to_fill == 0:
                 continue
             if not _ready(s):

@@ -262,7 +262,8 @@ def test_constant_prefix_is_a_fill_job_of_its_own():
 def test_generates_put_back_for_a_block_are_readmitted_as_the_walk_would():
     """Generates short of a block go back to the head of the queue (reversed) and the next
     iteration takes them without walking them: as many as the walk would admit, in its order,
-    also when the batched-token budget stops it among them."""
+    also when the batched-token budget stops it among them (None: all of them and nothing
+    else, which the shortage step then decides)."""
     for budget in (3, 4, 100):
         p = policy(max_num_batched_tokens=budget)
         st = state(100)
@@ -275,5 +276,6 @@ def test_generates_put_back_for_a_block_are_readmitted_as_the_walk_would():
         st.running = gens[:1]
         st.waiting.extendleft(gens[1:])  # as schedule puts back gens[1:], in running order
         walked = p._admit(st)
-        assert p._admit(st, head=gens[1:]) == walked
+        everything = [(s, 0) for s in reversed(gens[1:])]
+        assert p._admit_after(st, gens[1:]) == (None if walked == everything else walked)
         assert len(walked) == min(4, budget - 1)
