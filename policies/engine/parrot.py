@@ -113,6 +113,11 @@ class ParrotEnginePolicy(EnginePolicy):
         #: anything else
         self._short_head: list[Sequence] | None = None
         self._short_tokens = 0  # their KV tokens (cached prefixes included)
+        #: (jobs in the queue after those, jobs before it, free blocks) when the walk of the
+        #: queue after the held-back jobs last admitted nothing (and the memory stalls that
+        #: walk counted); kept only from one held-back iteration to the next
+        self._idle_rest: tuple[int, int, int] | None = None
+        self._idle_rest_stalls = 0
 
     # ---- helpers -------------------------------------------------------------------------
     @property
@@ -147,18 +152,19 @@ class ParrotEnginePolicy(EnginePolicy):
             state.running = [s for s in state.running if id(s) not in filled]
             state.waiting.extend(done)
 
-    def _release_parked(self, state: EngineState) -> None:
+    def _release_parked(self, state: EngineState) -> bool:
         """Forked calls whose prefix became ready (and calls whose inputs completed) join the
-        waiting tail, in queue order. The parked sequences are looked at first: the queue is
-        walked only when one of them is ready."""
+        waiting tail, in queue order (True if any did). The parked sequences are looked at
+        first: the queue is walked only when one of them is ready."""
         ready_uids = {uid for uid, s in self._parked.items() if _ready(s)}
         if not ready_uids:
-            return
+            return False
         ready = [s for s in state.waiting if s.uid in ready_uids]
         for s in ready:
             state.waiting.remove(s)
             del self._parked[s.uid]
         state.waiting.extend(ready)
+        return True
 
     def _admit(self, state: EngineState, dry: bool = False,
                expected: set[int] | None = None) -> list[tuple[Sequence, int]]:
@@ -168,7 +174,8 @@ class ParrotEnginePolicy(EnginePolicy):
         n = len(state.running)
         return self._walk(state, state.waiting, n, n, dry, expected)
 
-    def _admit_after(self, state: EngineState, head: list[Sequence]
+    def _admit_after(self, state: EngineState, head: list[Sequence],
+                     idle_rest: tuple[int, int, int] | None = None
                      ) -> list[tuple[Sequence, int]] | None:
         """:meth:`_admit` when the queue starts with the Generates ``head`` (reversed) that
         the last iteration held back for want of a block: None when it would admit them all
@@ -180,8 +187,20 @@ class ParrotEnginePolicy(EnginePolicy):
         admitted = min(k, max(0, min(cfg.max_batch_size, cfg.max_num_batched_tokens) - jobs))
         if admitted < k:
             return [(s, 0) for s in reversed(head[k - admitted:])]
+        # What follows the head admitted nothing last time, with as many jobs and free
+        # blocks: it is the same queue (only appended to, which lengthens it; the jobs in it
+        # change only while they run), so it admits nothing again.
+        memo = (len(state.waiting) - k, jobs + k, state.kv.num_blocks - state.kv.used_blocks)
+        if memo == idle_rest:
+            self.memory_stalls += self._idle_rest_stalls
+            self._idle_rest = memo
+            return None
+        stalls = self.memory_stalls
         rest = self._walk(state, itertools.islice(state.waiting, k, None), jobs + k, jobs + k)
-        return [(s, 0) for s in reversed(head)] + rest if rest else None
+        if rest:
+            return [(s, 0) for s in reversed(head)] + rest
+        self._idle_rest, self._idle_rest_stalls = memo, self.memory_stalls - stalls
+        return None
 
     def _walk(self, state: EngineState, waiting: Iterable[Sequence], jobs: int, batched: int,
               dry: bool = False, expected: set[int] | None = None
@@ -249,8 +268,9 @@ class ParrotEnginePolicy(EnginePolicy):
 
     # ---- scheduling ----------------------------------------------------------------------
     def schedule(self, state: EngineState) -> Batch:
-        if self._parked:
-            self._release_parked(state)
+        idle_rest, self._idle_rest = self._idle_rest, None  # kept only by a shortage step
+        if self._parked and self._release_parked(state):
+            idle_rest = None  # the queue changed
         self._held, self._unstable = set(), False
         head, self._short_head = self._short_head, None
         waiting = state.waiting
@@ -264,11 +284,13 @@ class ParrotEnginePolicy(EnginePolicy):
         if head is None:
             jobs = self._admit(state)
         else:
-            jobs = self._admit_after(state, head)
+            jobs = self._admit_after(state, head, idle_rest)
             if jobs is None:  # the held-back Generates come back, and nothing else
                 done = short_step(state, head, self._key, self.cfg.max_total_tokens,
                                   self._short_tokens)
-                if done is not None:
+                if done is None:
+                    self._idle_rest = None
+                else:
                     decodes, short, self._short_tokens = done
                     if short:
                         self.memory_stalls += 1

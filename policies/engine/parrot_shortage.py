@@ -77,8 +77,11 @@ def short_step(state: EngineState, short: list[Sequence], key: Callable[[Sequenc
     walk must decide: ``limit`` would hold jobs back, a held-back job would be passed over
     for one behind it, or nothing would run (the caller then frees memory).
 
-    Work: a pass over ``running``, a bisection per job that changes sides."""
+    Work: a pass over ``running`` (two when blocks were freed), a bisection per job that
+    changes sides."""
     running, kv = state.running, state.kv
+    if kv.used_blocks >= kv.num_blocks:
+        return _step_without_free_blocks(state, short, key, limit, short_tokens)
     bs = kv.block_size
     takers: list[tuple[int, int]] = []  # (position in running, blocks its next token takes)
     total = short_tokens
@@ -88,8 +91,10 @@ def short_step(state: EngineState, short: list[Sequence], key: Callable[[Sequenc
             return None
         t = ctx.tokens
         need = -(-(t + 1) // bs) - ctx.blocks
-        if need:
+        if need > 0:
             takers.append((i, need))
+        elif need < 0:
+            return None  # a context holding spare blocks: the full walk decides
         total += s.cached_len + t
     if limit is not None and total > limit:
         return None  # the walk would hold some back: partial sums only stay under the total
@@ -156,3 +161,43 @@ def short_step(state: EngineState, short: list[Sequence], key: Callable[[Sequenc
         kv.peak_blocks = used
     state.running = decodes.copy()
     return decodes, held, short_tokens
+
+
+def _step_without_free_blocks(state: EngineState, short: list[Sequence],
+                              key: Callable[[Sequence], tuple], limit: int | None,
+                              short_tokens: int
+                              ) -> tuple[list[Sequence], list[Sequence], int] | None:
+    """:func:`short_step` when no block is free: every job that needs a block is held back,
+    the others grow by one token (one pass over ``running``, undone if the full walk must
+    decide); ``short`` is extended in place."""
+    running = state.running
+    bs = state.kv.block_size
+    decodes: list[Sequence] = []
+    held_now: list[Sequence] = []
+    total = short_tokens
+    spare = False
+    for s in running:
+        ctx = s.ctx
+        t = ctx.tokens
+        total += s.cached_len + t
+        need = -(-(t + 1) // bs) - ctx.blocks
+        if need > 0:
+            held_now.append(s)
+        elif need == 0:
+            ctx.tokens = t + 1
+            decodes.append(s)
+        else:
+            spare = True
+            break
+    if spare or not decodes or (limit is not None and total > limit):
+        for s in decodes:  # undone: the full walk decides
+            s.ctx.tokens -= 1
+        return None
+    waiting = state.waiting
+    for s in held_now:  # in running order
+        p = bisect_left(short, key(s), key=key)
+        waiting.insert(len(short) - p, s)
+        short.insert(p, s)
+        short_tokens += s.cached_len + s.ctx.tokens
+    state.running = decodes.copy()
+    return decodes, short, short_tokens
