@@ -13,6 +13,7 @@ All values are seconds for the whole model; the cost model composes them per ite
 from __future__ import annotations
 
 import math
+import weakref
 from bisect import bisect_right
 
 from parrotsim.sim.model.profile import Curve, Grid2D, PagedGrid
@@ -61,8 +62,7 @@ class PagedRows:
     def __init__(self, g: PagedGrid | None, curve: Interp) -> None:
         self.g, self.curve = g, curve
         if g is not None:
-            self.logb = [math.log(b) for b in g.x]
-            self.logt = [[math.log(s) for s in row] for row in g.seconds]
+            self.logb, self.logt = _log_tables(g)
 
     def row(self, n: float) -> Interp:
         """The row of ``n`` sequences (fractional for a wave's width,
@@ -81,6 +81,24 @@ class PagedRows:
             xs = [n * c for c in g.y]
             row = Interp(xs, ys, lo=xs[0] if g.x[0] <= n <= g.x[-1] else math.inf)
         return row
+
+
+#: id(grid) -> (a weak reference to the grid, log of its sequence counts, log of its seconds):
+#: every engine of a run builds :class:`PagedRows` (and a wave model) on the same grid
+_LOG_TABLES: dict[int, tuple[weakref.ref, list[float], list[list[float]]]] = {}
+
+
+def _log_tables(g: PagedGrid) -> tuple[list[float], list[list[float]]]:
+    """The logs :meth:`PagedRows.row` interpolates between, computed once per grid object
+    (read-only, shared; an entry goes when its grid does)."""
+    key = id(g)
+    entry = _LOG_TABLES.get(key)
+    if entry is not None and entry[0]() is g:
+        return entry[1], entry[2]
+    logb = [math.log(b) for b in g.x]
+    logt = [[math.log(s) for s in row] for row in g.seconds]
+    _LOG_TABLES[key] = (weakref.ref(g, lambda _ref: _LOG_TABLES.pop(key, None)), logb, logt)
+    return logb, logt
 
 
 def bilinear(g: Grid2D, x: float, y: float, extend_y: bool = False) -> float:

@@ -1,12 +1,15 @@
 """The cost model: interpolation, composition, extrapolation counting, roofline sanity."""
 
+import math
+
 import numpy as np
 import pytest
 
 from parrotsim.calibrate.roofline import GPUS, MODELS, roofline_profile
 from parrotsim.sim.model.costmodel import CostModel
+from parrotsim.sim.model.curves import Interp, PagedRows
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.profile import Curve, Runtime
+from parrotsim.sim.model.profile import Curve, PagedGrid, Runtime
 from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import a100_13b, seq
 
@@ -228,3 +231,19 @@ def test_paged_engine_with_prefix_cache_costs_forked_groups_on_the_grid():
     free = _with_paged_shared(base, 0.0)
     assert run("paged", free) < run("paged", base)
     assert run("shared_prefix", free) == run("shared_prefix", base)
+
+
+def test_paged_rows_of_one_grid_share_their_log_tables():
+    """Every engine's cost model builds PagedRows on its profile's grid: the logs are computed
+    once per grid object (equal to computing them afresh), and a new grid gets its own."""
+    curve = Interp([0.0, 1.0], [0.0, 1.0])
+    grid = PagedGrid(x=[1, 8, 64], y=[0, 1024, 8192],
+                     seconds=[[1e-5, 2e-5, 9e-5], [2e-5, 5e-5, 3e-4], [5e-5, 3e-4, 2e-3]])
+    a, b = PagedRows(grid, curve), PagedRows(grid, curve)
+    assert a.logt is b.logt and a.logb is b.logb
+    assert a.logt == [[math.log(s) for s in row] for row in grid.seconds]
+    assert a.row(20).ys == b.row(20).ys
+    other = grid.model_copy(update={"seconds": [[2 * s for s in row] for row in grid.seconds]})
+    c = PagedRows(other, curve)
+    assert c.logt is not a.logt
+    assert c.logt[0][0] == pytest.approx(math.log(2e-5))
