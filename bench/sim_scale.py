@@ -22,7 +22,8 @@ run: calls, calls/s and us per call over the whole run as a user sees it (build 
 + event loop + tables; wall clock, and the process's CPU time, steadier on a shared machine),
 SimPy events per call, CPU us per event and the mean batch (sequences per iteration), the time
 of each phase, the CPU time of Python's cyclic garbage collections (in any phase), and the
-process's peak RSS.
+process's peak RSS; after each GPTs pair, the Parrot / least-queue ratio of the cost per call
+(wall and CPU).
 """
 
 from __future__ import annotations
@@ -173,9 +174,15 @@ def main() -> None:
             report(f"chat {calls} on {engines}", in_subprocess(chat_config(engines, calls)))
     if args.only in (None, "gpts"):
         for engines in args.gpts_engines:
+            rows = {}
             for variant in GPTS_VARIANTS:
-                report(f"gpts {variant} {args.gpts_calls} on {engines}",
-                       in_subprocess(gpts_config(engines, args.gpts_calls, variant)))
+                rows[variant] = row = in_subprocess(gpts_config(engines, args.gpts_calls, variant))
+                report(f"gpts {variant} {args.gpts_calls} on {engines}", row)
+            parrot, base = rows["parrot"], rows["least_queue_vllm"]
+            print(f"gpts parrot / least_queue_vllm per call on {engines}: "
+                  f"{parrot['wall_s'] / parrot['calls'] / (base['wall_s'] / base['calls']):.2f}x "
+                  f"(cpu {parrot['cpu_s'] / parrot['calls'] / (base['cpu_s'] / base['calls']):.2f}x)",
+                  flush=True)
 
 
 if __name__ == "__main__":
