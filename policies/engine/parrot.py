@@ -37,17 +37,17 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from operator import attrgetter
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
+from parrotsim.policies.engine.parrot_admission import ParrotAdmission, is_ready
 from parrotsim.policies.engine.parrot_shortage import grow_decodes, held_tokens, short_step
 from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
-    EnginePolicy,
     EnginePolicyConfig,
     EngineState,
     register_engine_policy,
@@ -85,27 +85,26 @@ class ParrotEngineConfig(EnginePolicyConfig):
         return ParrotEnginePolicy(self)
 
 
-def _ready(seq: Sequence) -> bool:
-    """Whether a sequence may start: its inputs are complete (a call dispatched early, in the
-    artifact's pipelined mode, waits for its producers) and it has no prefix, or its prefix
-    fill has completed."""
-    if seq.ctx is not None:
-        return True
-    if seq.waiting_inputs:
-        return False
-    return seq.prefix_ctx is None or getattr(seq.prefix_ctx, "ready", True)
+def _follow(running: list[Sequence], jobs: list[tuple[Sequence, int]],
+            key: Callable[[Sequence], tuple]) -> bool:
+    """Whether the admitted ``jobs`` (queue order) come after ``running`` (in running order)
+    and after each other in running order: appending them then needs no sort."""
+    last = key(running[-1]) if running else None
+    for s, _ in jobs:
+        k = key(s)
+        if last is not None and not last < k:
+            return False
+        last = k
+    return True
 
 
-class ParrotEnginePolicy(EnginePolicy):
+class ParrotEnginePolicy(ParrotAdmission):
     """The decision logic of Parrot's engine scheduler (see module docstring)."""
 
     prefill_emits_token = False
 
     def __init__(self, cfg: ParrotEngineConfig) -> None:
-        self.cfg = cfg
-        #: sequences the admission walk found not ready (waiting for their inputs or their
-        #: prefix context), by uid: they stay in the waiting queue until ready
-        self._parked: dict[int, Sequence] = {}
+        super().__init__(cfg)
         self._held: set[int] = set()  # uids the last walk held back
         self._unstable = False  # the last iteration held back for memory or preempted
         #: the Generates the last iteration put back at the head of the waiting queue for want
@@ -113,32 +112,14 @@ class ParrotEnginePolicy(EnginePolicy):
         #: anything else
         self._short_head: list[Sequence] | None = None
         self._short_tokens = 0  # their KV tokens (cached prefixes included)
-        #: (jobs in the queue after those, jobs before it, free blocks) when the walk of the
-        #: queue after the held-back jobs last admitted nothing (and the memory stalls that
-        #: walk counted); kept only from one held-back iteration to the next
-        self._idle_rest: tuple[int, int, int] | None = None
-        self._idle_rest_stalls = 0
+        #: ``running`` is in running order (the last sort's, less the jobs that left)
+        self._in_order = False
 
     # ---- helpers -------------------------------------------------------------------------
     @property
     def _key(self) -> Callable[[Sequence], tuple]:
         """Running order: (arrival at the engine, uid), or ``Sequence.order`` for fifo_v2."""
         return _APP_ORDER if self.cfg.scheduler == "fifo_v2" else _ARRIVAL_ORDER
-
-    def _fill_tokens(self, seq: Sequence) -> int:
-        """Tokens of the sequence's next Fill job: the rest of its prompt, up to the chunk size
-        and the next of its ``fill_breaks`` (a constant prefix filled by a job of its own)."""
-        chunk = self.cfg.fill_chunk_size
-        n = seq.to_fill if chunk is None else min(seq.to_fill, chunk)
-        for b in seq.fill_breaks:
-            if b > seq.filled:
-                return min(n, b - seq.filled)
-        return n
-
-    @staticmethod
-    def _fill_blocks(state: EngineState, seq: Sequence, n: int) -> int:
-        kv = state.kv
-        return kv.blocks_for(n) if seq.ctx is None else kv.extra_blocks(seq.ctx, n)
 
     def on_iteration_end(self, state: EngineState, batch: Batch, steps: int,
                          finished: list[Sequence]) -> None:
@@ -151,120 +132,6 @@ class ParrotEnginePolicy(EnginePolicy):
         if done:
             state.running = [s for s in state.running if id(s) not in filled]
             state.waiting.extend(done)
-
-    def _release_parked(self, state: EngineState) -> bool:
-        """Forked calls whose prefix became ready (and calls whose inputs completed) join the
-        waiting tail, in queue order (True if any did). The parked sequences are looked at
-        first: the queue is walked only when one of them is ready."""
-        ready_uids = {uid for uid, s in self._parked.items() if _ready(s)}
-        if not ready_uids:
-            return False
-        ready = [s for s in state.waiting if s.uid in ready_uids]
-        for s in ready:
-            state.waiting.remove(s)
-            del self._parked[s.uid]
-        state.waiting.extend(ready)
-        return True
-
-    def _admit(self, state: EngineState, dry: bool = False,
-               expected: set[int] | None = None) -> list[tuple[Sequence, int]]:
-        """FIFO admission: (sequence, tokens) per admitted job (tokens 0 for a Generate). A
-        ``dry`` run changes nothing; given ``expected`` uids it stops at the first admitted job
-        outside them (the caller only asks whether the admitted set is exactly ``expected``)."""
-        n = len(state.running)
-        return self._walk(state, state.waiting, n, n, dry, expected)
-
-    def _admit_after(self, state: EngineState, head: list[Sequence],
-                     idle_rest: tuple[int, int, int] | None = None
-                     ) -> list[tuple[Sequence, int]] | None:
-        """:meth:`_admit` when the queue starts with the Generates ``head`` (reversed) that
-        the last iteration held back for want of a block: None when it would admit them all
-        and nothing else. They are ready and fill nothing: each is admitted while ``jobs <
-        max_batch_size`` and (``jobs == 0`` or ``batched + 1 <= max_num_batched_tokens``),
-        and ``jobs == batched`` here."""
-        cfg = self.cfg
-        k, jobs = len(head), len(state.running)
-        admitted = min(k, max(0, min(cfg.max_batch_size, cfg.max_num_batched_tokens) - jobs))
-        if admitted < k:
-            return [(s, 0) for s in reversed(head[k - admitted:])]
-        # What follows the head admitted nothing last time, with as many jobs and free
-        # blocks: it is the same queue (only appended to, which lengthens it; the jobs in it
-        # change only while they run), so it admits nothing again.
-        memo = (len(state.waiting) - k, jobs + k, state.kv.num_blocks - state.kv.used_blocks)
-        if memo == idle_rest:
-            self.memory_stalls += self._idle_rest_stalls
-            self._idle_rest = memo
-            return None
-        stalls = self.memory_stalls
-        rest = self._walk(state, itertools.islice(state.waiting, k, None), jobs + k, jobs + k)
-        if rest:
-            return [(s, 0) for s in reversed(head)] + rest
-        self._idle_rest, self._idle_rest_stalls = memo, self.memory_stalls - stalls
-        return None
-
-    def _walk(self, state: EngineState, waiting: Iterable[Sequence], jobs: int, batched: int,
-              dry: bool = False, expected: set[int] | None = None
-              ) -> list[tuple[Sequence, int]]:
-        """Admit from ``waiting`` (the queue, or what follows its head) given ``jobs`` and
-        ``batched`` tokens already in the iteration (see :meth:`_admit`).
-
-        One pass with the per-job tests inlined (:func:`_ready`, :meth:`_fill_tokens`,
-        :meth:`_fill_blocks`): a held-back batch leaves a long queue that every iteration
-        walks."""
-        cfg = self.cfg
-        max_batch, max_tokens, chunk = (cfg.max_batch_size, cfg.max_num_batched_tokens,
-                                        cfg.fill_chunk_size)
-        kv = state.kv
-        free, bs = kv.free_blocks, kv.block_size
-        fills_blocked = False
-        out: list[tuple[Sequence, int]] = []
-        for s in waiting:
-            ctx = s.ctx
-            if ctx is None and (s.waiting_inputs or (
-                    s.prefix_ctx is not None and not getattr(s.prefix_ctx, "ready", True))):
-                if not dry:
-                    self._parked[s.uid] = s
-                continue
-            n = s.fill_target - s.filled
-            if n > 0:
-                if s.fill_breaks:
-                    n = self._fill_tokens(s)
-                elif chunk is not None and chunk < n:
-                    n = chunk
-            else:
-                n = 0
-            if jobs >= max_batch or (jobs and batched + (n or 1) > max_tokens):
-                break
-            if n:
-                if fills_blocked:
-                    continue
-                need = -(-n // bs) if ctx is None else -(-(ctx.tokens + n) // bs) - ctx.blocks
-                if need > free:
-                    if not dry:
-                        self.memory_stalls += 1
-                    fills_blocked = True
-                    continue
-                free -= need
-            out.append((s, n))
-            jobs += 1
-            batched += n or 1
-            if expected is not None and s.uid not in expected:
-                break
-        return out
-
-    def _take(self, state: EngineState, jobs: list[tuple[Sequence, int]]) -> None:
-        """Move admitted jobs (in queue order) from the waiting queue to ``running``."""
-        waiting = state.waiting
-        k = len(jobs)
-        if k and waiting[k - 1] is jobs[-1][0]:  # k queue entries in order, the last at k - 1:
-            for _ in range(k):                   # they are the head of the queue
-                waiting.popleft()
-        elif k:
-            taken = {id(s) for s, _ in jobs}
-            kept = [s for s in waiting if id(s) not in taken]
-            waiting.clear()
-            waiting.extend(kept)
-        state.running.extend([s for s, _ in jobs])
 
     # ---- scheduling ----------------------------------------------------------------------
     def schedule(self, state: EngineState) -> Batch:
@@ -299,8 +166,12 @@ class ParrotEnginePolicy(EnginePolicy):
                     return Batch(decodes=decodes)
                 jobs = [(s, 0) for s in reversed(head)]
         fill_n = {s.uid: n for s, n in jobs if n}
+        key = self._key
+        in_order = self._in_order and _follow(state.running, jobs, key)
         self._take(state, jobs)
-        state.running.sort(key=self._key)
+        if not in_order:
+            state.running.sort(key=key)
+        self._in_order = True
         limit = self.cfg.max_total_tokens
         survivors, held = state.running, []
         if limit is not None:
@@ -325,10 +196,12 @@ class ParrotEnginePolicy(EnginePolicy):
             self.memory_stalls += 1
         stuck = not prefills and not decodes
         if stuck:  # stuck for memory: free some, run the oldest job
-            cands = [s for s in (*state.running, *state.waiting) if _ready(s)]
+            cands = [s for s in (*state.running, *state.waiting) if is_ready(s)]
             if cands:
                 self._unstable = True
                 prefills, decodes = self._unstick(state, min(cands, key=self._key), fill_n)
+        if stuck:
+            self._in_order = False  # _unstick may have appended the job it ran
         if held or stuck:  # every survivor ran otherwise: running stays as sorted
             ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
             back = [s for s in state.running if id(s) not in ran]
@@ -354,7 +227,7 @@ class ParrotEnginePolicy(EnginePolicy):
         for s in itertools.islice(state.waiting, skip, None):
             if s.to_fill == 0:
                 continue
-            if not _ready(s):
+            if not is_ready(s):
                 self._parked[s.uid] = s
                 continue
             n = self._fill_tokens(s)
@@ -371,6 +244,7 @@ class ParrotEnginePolicy(EnginePolicy):
             return None
         gens = state.running
         state.running = []
+        self._in_order = False  # the Fills run in queue order
         self._take(state, jobs)
         state.waiting.extendleft(reversed(gens))
         for s, n in jobs:
