@@ -11,7 +11,7 @@ emulation gave no extra latency: the app ends when its last final output is comp
 Server-side, a posted call becomes ready when every call it depends on has completed (the
 calls it references and its ``after`` edges): no client round trip lies between dependent calls.
 Each ready call reaches the cluster scheduler with its DAG annotations: topological depth,
-deduced objective and task group, the PrefixHash at each semantic-variable boundary and the
+deduced objective and task group (analysed once per DAG shape: ``dag_shapes``), the PrefixHash at each semantic-variable boundary and the
 shared constant prefix it may fork (``cache_prefix``).
 """
 
@@ -26,10 +26,10 @@ from pydantic import Field
 from parrotsim.core.config import StrictConfig
 from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.cluster_policy import CallInfo
+from parrotsim.sim.model.dag_shapes import DagShapes
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
-from parrotsim.workloads.dag import call_depths, deduce_objectives, task_groups
 from parrotsim.workloads.prefix_hash import prefix_keys, shared_prefix
 
 
@@ -64,7 +64,7 @@ class ParrotSession:
 
     __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
                  "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts",
-                 "calls", "failed")
+                 "calls", "failed", "deps")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
@@ -74,9 +74,10 @@ class ParrotSession:
         self.missing: dict[str, int] = {}  # dependencies not complete
         self.undispatched: dict[str, int] = {}  # dependencies not dispatched
         self.dependents: dict[str, list[Call]] = {}
+        self.deps: dict[str, tuple[str, ...]] = {}  # call name -> the calls it depends on
         producers = {c.output: c.name for c in app.calls}
         for c in app.calls:
-            deps = call_dependencies(app, c, producers)
+            deps = self.deps[c.name] = call_dependencies(app, c, producers)
             self.missing[c.name] = len(deps)
             self.undispatched[c.name] = len(deps)
             for d in deps:
@@ -111,6 +112,7 @@ class ParrotClient:
         self.next_uid = next_uid
         self.log = CallLog() if log is None else log  # calls opened when posted
         self.sessions: dict[str, ParrotSession] = {}  # by app id
+        self.shapes = DagShapes(cfg.deduction)  # DAG analyses, once per app shape
         self.apps = 0
 
     def start(self, app: App) -> None:
@@ -219,9 +221,8 @@ class ParrotClient:
 
     def _annotate(self, s: ParrotSession) -> None:
         app = s.app
-        depths = call_depths(app)
-        objectives = deduce_objectives(app) if self.cfg.deduction else {}
-        groups = task_groups(app) if self.cfg.deduction else {}
+        dag = self.shapes.analysis(app, s.deps)
+        depths, objectives, groups = dag.depths, dag.objectives, dag.task_groups(app.app_id)
         for call in app.calls:
             uid = self.next_uid()
             prompt = prompt_tokens(app, call, s.lengths)
