@@ -36,7 +36,7 @@ from parrotsim.sim.model.emission import (
 )
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.era_kernels import one_prefix
-from parrotsim.sim.model.kv_cache import KVCache
+from parrotsim.sim.model.kv_cache import Context, KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 from parrotsim.sim.model.stale_timers import stale_timers
@@ -106,6 +106,9 @@ class Engine:
         self._stale = stale_timers(env)  # where a replaced timer goes
         self._work: InFlight | None = None  # the iteration or stretch running now
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
+        # the decodes of the last shared-prefix grouping (a copy) and its answer
+        self._groups_of: list[Sequence] = []
+        self._groups: tuple[list[SharedGroup], int] = ([], 0)
         if recorder is not None:  # wrap the accounting: no per-iteration cost when not recording
             self._account = self._recording(recorder)
 
@@ -234,21 +237,35 @@ class Engine:
             f"{seconds:.3g} s; every iteration must take a positive time (check the profile)")
 
     def _shared_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
-        """Shared-prefix groups among the decodes, and the prefix tokens they cover."""
+        """Shared-prefix groups among the decodes (in the order of each prefix's first decode),
+        and the prefix tokens they cover.
+
+        They depend only on which sequences decode, in which order: a sequence's forked prefix
+        and ``cached_len`` are set before it reaches the engine and never change. So the
+        answer for the same decodes as the last time (by identity: most iterations of a Parrot
+        engine short of KV blocks) is the last answer, found in one C-speed list comparison."""
         if not self.shared_kernel or not batch.decodes:
             return [], 0
-        counts: dict[int, int] = {}  # id(prefix context) -> decodes forking it
-        tokens: dict[int, int] = {}  # id(prefix context) -> the first such decode's cached_len
+        if batch.decodes == self._groups_of:  # list ==: identity first (Sequence has no __eq__)
+            return self._groups
+        self._groups_of = batch.decodes.copy()  # the batch's list may change later (a ledger)
+        self._groups = self._walk_groups(batch)
+        return self._groups
+
+    def _walk_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
+        """:meth:`_shared_groups` by a walk over the decodes."""
+        counts: dict[Context, int] = {}  # prefix context (by identity) -> decodes forking it
+        tokens: dict[Context, int] = {}  # prefix context -> the first such decode's cached_len
         for s in batch.decodes:
             prefix = s.prefix_ctx
-            if prefix is not None and s.cached_len > 0:
-                key = id(prefix)
-                n = counts.get(key)
-                if n is None:
-                    counts[key] = 1
-                    tokens[key] = s.cached_len
-                else:
-                    counts[key] = n + 1
+            if prefix is not None:
+                cached = s.cached_len
+                if cached > 0:
+                    if prefix in counts:
+                        counts[prefix] += 1
+                    else:
+                        counts[prefix] = 1
+                        tokens[prefix] = cached
         groups = [(tokens[key], n) for key, n in counts.items() if n > 1]
         if self.one_prefix:
             groups = one_prefix(groups, len(batch.decodes))
@@ -282,13 +299,12 @@ class Engine:
         """The most KV tokens the paged kernel reads for one of ``batch``'s decodes when the
         shared-prefix kernel serves its forked groups: a group member's own tokens (its prefix
         is read once per group), any other decode's whole context (O(n), groups only)."""
-        counts: dict[int, int] = {}
+        counts: dict[Context, int] = {}  # by identity
         for s in batch.decodes:
             if s.prefix_ctx is not None and s.cached_len > 0:
-                key = id(s.prefix_ctx)
-                counts[key] = counts.get(key, 0) + 1
+                counts[s.prefix_ctx] = counts.get(s.prefix_ctx, 0) + 1
         return max([s.ctx.tokens if s.prefix_ctx is not None and s.cached_len > 0
-                    and counts[id(s.prefix_ctx)] > 1 else s.kv_tokens for s in batch.decodes])
+                    and counts[s.prefix_ctx] > 1 else s.kv_tokens for s in batch.decodes])
 
     def longest_context(self, batch: Batch) -> int:
         """The longest context (tokens, cached prefix included) among ``batch``'s decodes:
