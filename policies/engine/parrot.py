@@ -127,10 +127,10 @@ class ParrotEnginePolicy(ParrotAdmission):
         the Generate) joins the waiting tail, in running order."""
         if not batch.prefills:
             return
-        filled = {id(s) for s, _ in batch.prefills}
-        done = [s for s in state.running if id(s) in filled]
+        filled = {s for s, _ in batch.prefills}  # sequences hash and compare by identity
+        done = [s for s in state.running if s in filled]
         if done:
-            state.running = [s for s in state.running if id(s) not in filled]
+            state.running = [s for s in state.running if s not in filled]
             state.waiting.extend(done)
 
     # ---- scheduling ----------------------------------------------------------------------
@@ -203,14 +203,14 @@ class ParrotEnginePolicy(ParrotAdmission):
         if stuck:
             self._in_order = False  # _unstick may have appended the job it ran
         if held or stuck:  # every survivor ran otherwise: running stays as sorted
-            ran = {id(s) for s, _ in prefills} | {id(s) for s in decodes}
-            back = [s for s in state.running if id(s) not in ran]
-            state.running = [s for s in state.running if id(s) in ran]
+            ran = {s for s, _ in prefills}.union(decodes)
+            back = [s for s in state.running if s not in ran]
+            state.running = [s for s in state.running if s in ran]
             state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
         elif short:  # every survivor ran but those short of a block, which are in running order
             if prefills:
-                out = {id(s) for s in short}
-                state.running = [s for s in state.running if id(s) not in out]
+                out = set(short)
+                state.running = [s for s in state.running if s not in out]
             else:  # the decodes are what ran, in running order
                 state.running = list(decodes)
             state.waiting.extendleft(short)

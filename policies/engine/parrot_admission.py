@@ -167,8 +167,8 @@ class ParrotAdmission(EnginePolicy):
             for _ in range(k):                   # they are the head of the queue
                 waiting.popleft()
         elif k:
-            taken = {id(s) for s, _ in jobs}
-            kept = [s for s in waiting if id(s) not in taken]
+            taken = {s for s, _ in jobs}  # sequences hash and compare by identity
+            kept = [s for s in waiting if s not in taken]
             waiting.clear()
             waiting.extend(kept)
         state.running.extend([s for s, _ in jobs])
