@@ -18,6 +18,43 @@ from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
 
 
 @triton.jit
+def attend_pages(
+    q, k_ptr, v_ptr, table_ptr, start, end, kvh, qk_scale,
+    stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    ROWS: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+    F32: tl.constexpr,
+):
+    """Online-softmax attention of the query rows ``q`` [ROWS, D] (scores scaled by
+    ``qk_scale``, log2 domain) over tokens ``[start, end)`` of KV head ``kvh``, token ``t``
+    being slot ``t % PAGE`` of page ``table_ptr[t // PAGE]``, BN tokens a tile. Returns the
+    running max ``m_i`` and sum ``l_i`` [ROWS] and the unnormalised output ``acc`` [ROWS, D]
+    (fp32): the loop every decode and prefix tile runs."""
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BN)
+    m_i = tl.full([ROWS], float("-inf"), tl.float32)
+    l_i = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, D], tl.float32)
+    for n0 in range(start, end, BN):
+        tok = n0 + offs_n
+        nmask = tok < end
+        page = tl.load(table_ptr + tok // PAGE, mask=nmask, other=0).to(tl.int64)
+        in_page = tok % PAGE
+        k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
+        k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        s = mma(q, tl.trans(k), F32) * qk_scale
+        s = tl.where(nmask[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_rows = page * stride_vp + in_page * stride_vt + kvh * stride_vh
+        v = tl.load(v_ptr + v_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
+        m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
 def decode_tile(
     q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
     b, kvh, split, slot, qk_scale, HQ, n_slots,
@@ -39,32 +76,14 @@ def decode_tile(
     end = tl.minimum(start + split_len, seq_len)
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, D)
-    offs_n = tl.arange(0, BLOCK_N)
     hmask = offs_h < G
     heads = kvh * G + offs_h
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=hmask[:, None], other=0.0)
-    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D], tl.float32)
-    bt_row = bt_ptr + b.to(tl.int64) * stride_btb
-    for n0 in range(start, end, BLOCK_N):
-        tok = n0 + offs_n
-        nmask = tok < end
-        page = tl.load(bt_row + tok // PAGE, mask=nmask, other=0).to(tl.int64)
-        in_page = tok % PAGE
-        k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
-        k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
-        s = mma(q, tl.trans(k), F32) * qk_scale
-        s = tl.where(nmask[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v_rows = page * stride_vp + in_page * stride_vt + kvh * stride_vh
-        v = tl.load(v_ptr + v_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
-        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
-        m_i = m_new
+    m_i, l_i, acc = attend_pages(
+        q, k_ptr, v_ptr, bt_ptr + b.to(tl.int64) * stride_btb, start, end, kvh, qk_scale,
+        stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+        BLOCK_H, BLOCK_N, D, PAGE, F32)
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     o = acc / l_safe[:, None]
     lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))

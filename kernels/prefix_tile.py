@@ -13,7 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
-from parrotsim.kernels._common import mma, num_sms
+from parrotsim.kernels._common import num_sms
+from parrotsim.kernels.decode_tile import attend_pages
 
 
 @triton.jit
@@ -31,31 +32,13 @@ def prefix_tile(
     seq = rows // G
     heads = kvh * G + rows % G
     offs_d = tl.arange(0, D)
-    offs_n = tl.arange(0, BN)
     q = tl.load(q_ptr + seq[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=rmask[:, None], other=0.0)
     start = split * split_len
     end = tl.minimum(start + split_len, prefix_len)
-    m_i = tl.full([BM], float("-inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    for n0 in range(start, end, BN):
-        tok = n0 + offs_n
-        nmask = tok < end
-        page = tl.load(pages_ptr + tok // PAGE, mask=nmask, other=0).to(tl.int64)
-        in_page = tok % PAGE
-        k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
-        k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
-        s = mma(q, tl.trans(k), F32) * qk_scale
-        s = tl.where(nmask[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v_rows = page * stride_vp + in_page * stride_vt + kvh * stride_vh
-        v = tl.load(v_ptr + v_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
-        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
-        m_i = m_new
+    m_i, l_i, acc = attend_pages(q, k_ptr, v_ptr, pages_ptr, start, end, kvh, qk_scale,
+                                 stride_kp, stride_kt, stride_kh, stride_vp, stride_vt,
+                                 stride_vh, BM, BN, D, PAGE, F32)
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
     base = (seq * HQ + heads).to(tl.int64) * n_slots + split
