@@ -34,10 +34,51 @@ class PrefixGroup:
     rows: int
 
 
+@dataclass
+class GroupedPlan:
+    """The host-side choices and buffers of one several-prefix batch, made once and reused by
+    every layer (as FlashInfer's plan/run split): each group's tiling, the suffix split count,
+    the partial states ``po`` [B, Hq, S, D] / ``plse`` [B, Hq, S] (prefix slots that no launch
+    writes - rows in no group, groups with fewer splits - hold -inf from the start) and ``lse``.
+    """
+
+    groups: list[PrefixGroup]
+    tiles: list[tuple[int, int, int, int, int]]
+    nsp: int
+    nss: int
+    po: torch.Tensor
+    plse: torch.Tensor
+    lse: torch.Tensor
+
+
+def plan_grouped(q: torch.Tensor, k_cache: torch.Tensor, groups: list[PrefixGroup],
+                 suffix_block_tables: torch.Tensor,
+                 suffix_splits: int | None = None) -> GroupedPlan:
+    """The :class:`GroupedPlan` of a batch shaped as ``q`` [B, Hq, D] (see
+    :func:`grouped_shared_prefix_decode_attention` for the arguments)."""
+    B, HQ, D = q.shape
+    _, page, HKV, _ = k_cache.shape
+    covered = sorted((g.first, g.first + g.rows) for g in groups)
+    if any(a < 0 or b > B or a >= b for a, b in covered) or any(
+            covered[i][1] > covered[i + 1][0] for i in range(len(covered) - 1)):
+        raise ValueError(f"groups must be disjoint, non-empty row ranges of 0..{B - 1}: "
+                         f"{covered}")
+    tiles = [prefix_tiles(g.rows, HQ // HKV, g.prefix_len, HKV, q.device) for g in groups]
+    nsp = max([t[4] for t in tiles], default=0)
+    nss = suffix_splits or choose_num_splits(B * HKV, suffix_block_tables.shape[1] * page,
+                                             q.device)
+    po = torch.empty(B, HQ, nsp + nss, D, dtype=torch.float32, device=q.device)
+    plse = torch.empty(B, HQ, nsp + nss, dtype=torch.float32, device=q.device)
+    plse[:, :, :nsp] = float("-inf")  # rows in no group, and groups with fewer splits
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device)
+    return GroupedPlan(list(groups), tiles, nsp, nss, po, plse, lse)
+
+
 def grouped_shared_prefix_decode_attention(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, groups: list[PrefixGroup],
     suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
     sm_scale: float | None = None, suffix_splits: int | None = None,
+    out: torch.Tensor | None = None, plan: GroupedPlan | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention of B sequences, some of which fork one of ``groups``' prefixes.
 
@@ -47,6 +88,9 @@ def grouped_shared_prefix_decode_attention(
         suffix_block_tables: int32 [B, width]: a grouped row's tokens after its prefix (token j
             at position ``prefix_len + j``), any other row's whole context.
         suffix_lens: int32 [B] tokens in those tables (0 allowed for grouped rows).
+        out: [B, Hq, D] written in place when given (else allocated).
+        plan: from :func:`plan_grouped` for these groups and shapes (a model's layers share
+            one; its buffers are reused, so the returned ``lse`` is the plan's), else made here.
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32 natural log)``.
     """
@@ -54,20 +98,10 @@ def grouped_shared_prefix_decode_attention(
     _, page, HKV, _ = k_cache.shape
     G = HQ // HKV
     scale = default_scale(D, sm_scale) * LOG2E
-    covered = sorted((g.first, g.first + g.rows) for g in groups)
-    if any(a < 0 or b > B or a >= b for a, b in covered) or any(
-            covered[i][1] > covered[i + 1][0] for i in range(len(covered) - 1)):
-        raise ValueError(f"groups must be disjoint, non-empty row ranges of 0..{B - 1}: "
-                         f"{covered}")
-    tiles = [prefix_tiles(g.rows, G, g.prefix_len, HKV, q.device) for g in groups]
-    nsp = max([t[4] for t in tiles], default=0)
-    nss = suffix_splits or choose_num_splits(B * HKV, suffix_block_tables.shape[1] * page,
-                                             q.device)
-    n_slots = nsp + nss
-    po = torch.empty(B, HQ, n_slots, D, dtype=torch.float32, device=q.device)
-    plse = torch.empty(B, HQ, n_slots, dtype=torch.float32, device=q.device)
-    plse[:, :, :nsp] = float("-inf")  # rows in no group, and groups with fewer splits
-    for g, (bm, bn, warps, split_len, splits) in zip(groups, tiles, strict=True):
+    if plan is None:
+        plan = plan_grouped(q, k_cache, groups, suffix_block_tables, suffix_splits)
+    po, plse, n_slots = plan.po, plan.plse, plan.nsp + plan.nss
+    for g, (bm, bn, warps, split_len, splits) in zip(plan.groups, plan.tiles, strict=True):
         rows = slice(g.first, g.first + g.rows)
         qg = q[rows]
         _prefix_kernel[(-(-(g.rows * G) // bm), HKV, splits)](
@@ -75,12 +109,11 @@ def grouped_shared_prefix_decode_attention(
             g.rows * G, HQ, n_slots, qg.stride(0), qg.stride(1), *k_cache.stride()[:3],
             *v_cache.stride()[:3], G=G, BM=bm, BN=bn, D=D, PAGE=page, F32=INTERPRET,
             num_warps=warps, num_stages=2)
-    launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E, nss,
-                  None, None, po, plse, slot0=nsp)
-    out = torch.empty_like(q)
-    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device)
-    launch_merge(po, plse, out, lse)
-    return out, lse
+    launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale / LOG2E,
+                  plan.nss, None, None, po, plse, slot0=plan.nsp)
+    out = torch.empty_like(q) if out is None else out
+    launch_merge(po, plse, out, plan.lse)
+    return out, plan.lse
 
 
-__all__ = ["PrefixGroup", "grouped_shared_prefix_decode_attention"]
+__all__ = ["GroupedPlan", "PrefixGroup", "grouped_shared_prefix_decode_attention", "plan_grouped"]

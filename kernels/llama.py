@@ -25,6 +25,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from parrotsim.kernels.gemv import gemv
 from parrotsim.kernels.gemv_rope import gemv_rope_cache
+from parrotsim.kernels.grouped_prefix_decode import (
+    PrefixGroup,
+    grouped_shared_prefix_decode_attention,
+    plan_grouped,
+)
 from parrotsim.kernels.llama_batch import PAGE_SIZE, ForwardBatch
 from parrotsim.kernels.llama_ops import rms_norm, rope_and_cache, silu_mul
 from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention
@@ -155,7 +160,17 @@ class LlamaModel:
             qd, od = q[tp:], out[tp:]
             n = batch.num_shared_pages
             bt, lens = batch.decode_block_tables, batch.decode_seq_lens
-            if self.decode_attention == "shared_prefix" and n > 0:
+            if self.decode_attention == "shared_prefix" and batch.prefix_groups:
+                plan = batch.grouped_plan  # made by the first layer, reused by the others
+                if plan is None:
+                    groups = [PrefixGroup(bt[first, :pages], pages * PAGE_SIZE, first, rows)
+                              for first, rows, pages in batch.prefix_groups]
+                    plan = batch.grouped_plan = plan_grouped(qd, kc, groups,
+                                                             batch.decode_suffix_tables)
+                grouped_shared_prefix_decode_attention(
+                    qd, kc, vc, plan.groups, batch.decode_suffix_tables,
+                    batch.decode_suffix_lens, out=od, plan=plan)
+            elif self.decode_attention == "shared_prefix" and n > 0:
                 shared_prefix_decode_attention(qd, kc, vc, bt[0, :n], n * PAGE_SIZE, bt[:, n:],
                                                lens - n * PAGE_SIZE, out=od)
             else:
@@ -251,15 +266,15 @@ class LlamaModel:
 
 
 class DecodeGraph:
-    """A decode step (``template``'s shapes: Nd sequences, table width, shared pages) captured
+    """A decode step (``template``'s shapes: Nd sequences, table width, shared pages or prefix
+    groups) captured
     in a CUDA graph. :meth:`run` copies a batch of the same shapes in and replays."""
 
     def __init__(self, model: LlamaModel, template: ForwardBatch, warmup: int = 2) -> None:
         assert template.num_prefill_tokens == 0 and template.num_decode > 0
         self.model = model
         self.batch = template
-        self.names = ["input_ids", "positions", "slot_mapping", "logits_index",
-                      "decode_block_tables", "decode_seq_lens"]
+        self.names = self.buffer_names(template)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -269,6 +284,15 @@ class DecodeGraph:
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.logits = model.forward(template)
+
+    @staticmethod
+    def buffer_names(template: ForwardBatch) -> list[str]:
+        """The batch tensors a replay copies in (shapes fixed by ``template``)."""
+        names = ["input_ids", "positions", "slot_mapping", "logits_index",
+                 "decode_block_tables", "decode_seq_lens"]
+        if template.prefix_groups:  # captured for these groups' rows and prefix pages
+            names += ["decode_suffix_tables", "decode_suffix_lens"]
+        return names
 
     def run(self, batch: ForwardBatch | None = None) -> torch.Tensor:
         """Replay (after copying ``batch``'s tensors into the captured buffers)."""

@@ -33,6 +33,11 @@ class ForwardBatch:
     ``prefill_block_tables`` int32 [Np, W]. Decode: ``decode_block_tables`` int32 [Nd, W],
     ``decode_seq_lens`` int32 [Nd] (tokens including the new one). ``num_shared_pages``: leading
     pages that all decode block tables share (used by ``decode_attention="shared_prefix"``).
+    ``prefix_groups``: instead, decode rows ``first .. first + rows - 1`` fork a prefix of
+    ``pages`` pages (the leading pages of their tables), as ``(first, rows, pages)``; with them
+    ``decode_suffix_tables`` int32 [Nd, W] / ``decode_suffix_lens`` int32 [Nd] hold each grouped
+    row's pages and tokens after its prefix (any other row: its whole table), for
+    :func:`parrotsim.kernels.grouped_prefix_decode.grouped_shared_prefix_decode_attention`.
     ``logits_index`` [Np+Nd]: rows of the hidden state that get logits (last token of each).
     """
 
@@ -51,6 +56,10 @@ class ForwardBatch:
     decode_seq_lens: torch.Tensor | None = None
     num_decode: int = 0
     num_shared_pages: int = 0
+    prefix_groups: tuple[tuple[int, int, int], ...] = ()
+    decode_suffix_tables: torch.Tensor | None = None
+    decode_suffix_lens: torch.Tensor | None = None
+    grouped_plan: object | None = None  # the several-prefix kernel's plan, made at layer 0
 
     @property
     def num_tokens(self) -> int:

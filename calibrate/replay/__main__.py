@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         name = run_name(run)
         replay.device.forward = gpu
         replay.device.ids = TokenIds(gpu.cfg.vocab_size, seed=cfg.seed)
-        before = dict(gpu.calls)
+        before, captured = dict(gpu.calls), gpu.captured_s
         t = time.perf_counter()
         result = replay.run()
         wall = time.perf_counter() - t
@@ -99,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         info = {"labels": run.labels, "key": run.key, "config": cfg.model_dump(mode="json"),
                 "model_s_paged_waves": waves.model_dump() if waves is not None else None,
                 "model_s_suffix_waves": True,  # shared-prefix suffixes carry the excess too
-                "wall_s": round(wall, 2), "forward_calls": {k: gpu.calls[k] - before[k]
-                                                           for k in gpu.calls}}
+                "wall_s": round(wall, 2), "forward_calls": {k: gpu.calls[k] - before.get(k, 0)
+                                                           for k in gpu.calls},
+                "capture_off_clock_s": round(gpu.captured_s - captured, 2)}
         store(result, args.out / "runs" / name, info)
         meta["runs"][name] = {"wall_s": info["wall_s"], "iterations": len(it)}
         s = result.summary

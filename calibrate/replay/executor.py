@@ -53,6 +53,11 @@ class WallClockEnvironment(simpy.rt.RealtimeEnvironment):
         self.sync()
         return super().run(until)
 
+    def pause(self, seconds: float) -> None:
+        """Take ``seconds`` of host work that is not the engine's (a CUDA-graph capture) off
+        the clock: every later reading is that much earlier."""
+        self.real_start += seconds
+
     def wall(self) -> float:
         """The wall clock, in seconds since ``t0``."""
         return time.monotonic() - self.real_start
@@ -155,6 +160,8 @@ class Replay:
         if self.fake is None:
             env = WallClockEnvironment()
             self.device.clock = WallClock(env)
+            if hasattr(self.device.forward, "pause_clock"):  # GpuForward: lazy graph captures
+                self.device.forward.pause_clock = env.pause
         else:
             env = simpy.Environment()
 

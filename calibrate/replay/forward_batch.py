@@ -80,3 +80,46 @@ def to_forward_batch(prefills: list[Chunk], decodes: list[Chunk], device: torch.
         batch.decode_seq_lens = put((dpos + 1).astype(np.int32))
         batch.num_shared_pages = shared_pages
     return batch
+
+
+def to_grouped_forward_batch(prefills: list[Chunk], groups: list[tuple[int, list[Chunk]]],
+                             plain: list[Chunk], device: torch.device | str, table_width: int,
+                             scratch: int, group_rows: list[int] | None = None,
+                             plain_rows: int = 0) -> ForwardBatch:
+    """The forward batch of ``prefills`` then decodes that fork several prefixes: ``groups``
+    as ``(prefix pages, decodes whose tables start with those pages)``, then ``plain`` decodes
+    (their whole context read by the paged kernel). Group ``i`` is padded to
+    ``group_rows[i]`` rows (dummy rows fork its prefix: one token on the ``scratch`` page) and
+    the plain rows to ``plain_rows`` (one token on ``scratch``), so a CUDA graph captured for
+    those row counts and prefix sizes serves any batch of the same shape."""
+    rows = group_rows or [len(c) for _, c in groups]
+    decodes: list[Chunk] = []
+    layout = []
+    lead = np.zeros(1, dtype=np.int64)
+    for (pages, chunks), n in zip(groups, rows, strict=True):
+        if len(chunks) > n:
+            raise ValueError(f"{len(chunks)} decodes in a group padded to {n} rows")
+        prefix = chunks[0].table[:pages]
+        layout.append((len(decodes), n, pages))
+        decodes += chunks
+        decodes += [Chunk(lead, pages * PAGE_SIZE, [*prefix, scratch])] * (n - len(chunks))
+    decodes += plain
+    decodes += [Chunk(lead, 0, [scratch])] * max(0, plain_rows - len(plain))
+    batch = to_forward_batch(prefills, decodes, device, table_width, 0, scratch)
+    width = table_width
+    tables = np.zeros((len(decodes), width), dtype=np.int32)
+    lens = np.array([c.ctx_len + 1 for c in decodes], dtype=np.int32)
+    grouped = 0
+    for first, n, pages in layout:
+        for i in range(first, first + n):
+            own = decodes[i].table[pages:]
+            tables[i, :len(own)] = own
+        lens[first:first + n] -= pages * PAGE_SIZE
+        grouped = first + n
+    for i in range(grouped, len(decodes)):
+        tables[i, :len(decodes[i].table)] = decodes[i].table
+    dev = torch.device(device)
+    batch.prefix_groups = tuple(layout)
+    batch.decode_suffix_tables = torch.from_numpy(tables).to(dev)
+    batch.decode_suffix_lens = torch.from_numpy(lens).to(dev)
+    return batch

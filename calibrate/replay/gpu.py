@@ -10,7 +10,10 @@ than the largest bucket) run the plain forward. ``graphs=False`` runs everything
 
 With ``decode_attention="shared_prefix"`` a decode batch whose rows all fork one cached prefix
 of ``n`` pages runs the shared-prefix kernel (prefix read once, then each suffix); its graphs
-are captured per (bucket, n) for the prefix sizes given to :meth:`capture`.
+are captured per (bucket, n) for the prefix sizes given to :meth:`capture`. A batch with
+several forked groups runs the several-prefix kernel; its graphs are captured per shape (each
+group's prefix pages and padded rows, the padded rows in no group) when a shape is first met,
+and the capture's time is taken off the replay's clock (:attr:`GpuForward.pause_clock`).
 
 Each call returns ``(gpu_s, build_s, launch_s, graph)``: the CUDA-event time from just before the
 first launch to the end of the forward (device inputs already copied), the host time of
@@ -22,17 +25,23 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from parrotsim.calibrate.replay.chunks import Chunk
-from parrotsim.calibrate.replay.forward_batch import to_forward_batch
+from parrotsim.calibrate.replay.forward_batch import to_forward_batch, to_grouped_forward_batch
+from parrotsim.calibrate.replay.real_engine import PrefixLayout
 from parrotsim.kernels.llama import DecodeGraph, LlamaConfig, LlamaModel
-from parrotsim.kernels.llama_batch import PAGE_SIZE
+from parrotsim.kernels.llama_batch import PAGE_SIZE, ForwardBatch
 from parrotsim.sim.model.sequence import Batch
 
 BUCKETS = (1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112,
            128, 160, 192, 224, 256)
+#: rows of one forked group, and of the decodes in no group, in a grouped batch's graph
+GROUP_BUCKETS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+PLAIN_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class GpuForward:
@@ -56,6 +65,9 @@ class GpuForward:
         self.ev = ((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                    if self.cuda else None)
         self.calls = {"graph": 0, "eager": 0}
+        self.captured_s = 0.0  # capturing grouped shapes' graphs during a run
+        #: called with the seconds a capture took, to stop the replay's clock meanwhile
+        self.pause_clock: Callable[[float], None] | None = None
 
     def capture(self, shared_pages: tuple[int, ...] = ()) -> float:
         """Capture a decode graph per bucket (and per bucket and shared prefix size in pages,
@@ -119,7 +131,9 @@ class GpuForward:
                                             self.width if decodes else None, 0, self.scratch))
 
     def __call__(self, batch: Batch, prefills: list[Chunk], decodes: list[Chunk],
-                 shared_pages: int = 0) -> tuple[float, float, float]:
+                 shared_pages: int | PrefixLayout = 0) -> tuple[float, float, float, int]:
+        if isinstance(shared_pages, tuple):
+            return self._grouped(prefills, decodes, shared_pages)
         t0 = time.perf_counter()
         graph = None
         if decodes and not prefills and self.buckets and len(decodes) <= self.buckets[-1]:
@@ -134,6 +148,56 @@ class GpuForward:
             fb = to_forward_batch(prefills, decodes, self.device,
                                   self.width if decodes else None, 0, self.scratch,
                                   shared_pages)
+        return self._run(fb, graph, t0)
+
+    def _grouped(self, prefills: list[Chunk], decodes: list[Chunk],
+                 layout: PrefixLayout) -> tuple[float, float, float, int]:
+        """A decode batch of several forked groups (the several-prefix kernel): a graph per
+        shape (each group's rows padded to a bucket, its prefix pages; the other rows padded
+        to a bucket), captured when a shape is first met with the replay's clock stopped."""
+        groups, at = [], 0
+        for pages, rows in layout:
+            groups.append((pages, decodes[at:at + rows]))
+            at += rows
+        plain = decodes[at:]
+        graph = None
+        if not prefills and self.buckets:
+            rows = [GROUP_BUCKETS[bisect.bisect_left(GROUP_BUCKETS, len(c))] for _, c in groups]
+            extra = PLAIN_BUCKETS[bisect.bisect_left(PLAIN_BUCKETS, len(plain))]
+            key = (tuple(zip([p for p, _ in groups], rows, strict=True)), extra)
+            graph = self.graphs.get(key)
+            if graph is None and sum(rows) + extra <= self.buckets[-1]:
+                graph = self._capture_grouped(key)
+        t0 = time.perf_counter()
+        if graph is not None:
+            fb = to_grouped_forward_batch([], groups, plain, self.device, self.width,
+                                          self.scratch, rows, extra)
+        else:
+            fb = to_grouped_forward_batch(prefills, groups, plain, self.device, self.width,
+                                          self.scratch)
+        return self._run(fb, graph, t0)
+
+    def _capture_grouped(self, key: tuple) -> DecodeGraph:
+        """Capture the graph of one grouped shape; its time (with any Triton compile) is taken
+        off the replay's clock through :attr:`pause_clock`."""
+        t = time.perf_counter()
+        shape, extra = key
+        dummy = [(pages, [Chunk(np.zeros(1, dtype=np.int64), pages * PAGE_SIZE,
+                                [*range(pages), self.scratch])]) for pages, _ in shape]
+        tpl = to_grouped_forward_batch([], dummy, [], self.device, self.width, self.scratch,
+                                       [n for _, n in shape], extra)
+        graph = self.graphs[key] = DecodeGraph(self.model, tpl)
+        self._sync()
+        dt = time.perf_counter() - t
+        self.captured_s += dt
+        self.calls["captured"] = self.calls.get("captured", 0) + 1
+        if self.pause_clock is not None:
+            self.pause_clock(dt)
+        return graph
+
+    def _run(self, fb: ForwardBatch, graph: DecodeGraph | None,
+             t0: float) -> tuple[float, float, float, int]:
+        """Run ``fb`` (by ``graph`` when given); the timing tuple of :meth:`__call__`."""
         t1 = time.perf_counter()
         if self.ev is not None:
             self.ev[0].record()

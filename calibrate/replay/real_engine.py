@@ -17,8 +17,10 @@ Differences from the simulated engine, each deliberate:
   not at the previous iteration's end, so host time between iterations is real;
 * the policy's modelled host time (vLLM's request tracking) is not added: what the loop spends
   on the host is measured, not modelled;
-* shared-prefix decode: the kernel serves one prefix per batch (as Parrot's own did); a batch
-  whose decodes do not all share one cached prefix runs the paged kernel, and the log counts it.
+* shared-prefix decode: a batch whose decodes all fork one cached prefix runs the one-prefix
+  kernel; a batch with several forked groups (or decodes outside its one group) runs the
+  several-prefix kernel (:mod:`parrotsim.kernels.grouped_prefix_decode`: a prefix pass per
+  group, one paged pass over every row's own tokens), which is what the cost model composes.
 
 Times are seconds since the replay's ``t0``.
 """
@@ -36,9 +38,13 @@ from parrotsim.sim.model.sequence import Batch
 
 #: runs one iteration and returns when its outputs are ready: (GPU s, input-building host s,
 #: launching host s, 1 if a CUDA graph ran else 0), or None when not measured;
-#: ``shared_pages``: leading block-table pages every decode shares (0: the paged kernel)
-ForwardFn = Callable[[Batch, list[Chunk], list[Chunk], int],
+#: the last argument: leading block-table pages every decode shares (0: the paged kernel), or
+#: a :data:`PrefixLayout` (the decodes ordered group by group, then the rest)
+ForwardFn = Callable[[Batch, list[Chunk], list[Chunk], "int | PrefixLayout"],
                      "tuple[float, float, float, int] | None"]
+
+#: forked groups of a decode batch for the several-prefix kernel: (prefix pages, rows) each
+PrefixLayout = tuple[tuple[int, int], ...]
 
 
 class Clock(Protocol):
@@ -92,7 +98,7 @@ class Device:
     clock: Clock
     ids: TokenIds
     log: list[IterationRecord] = field(default_factory=list)
-    fallbacks: int = 0  # decode batches the shared-prefix kernel could not serve
+    grouped: int = 0  # decode batches served by the several-prefix kernel
 
 
 class RealEngine(Engine):
@@ -118,9 +124,14 @@ class RealEngine(Engine):
         self.pages.sync([s.ctx for s in state.running])
         prefills, decodes = batch_chunks(batch, self.pages, dev.ids, self.kv.block_size)
         groups, _ = self._shared_groups(batch)
-        shared_pages = self._one_shared_prefix(batch, groups)
+        shared = self._prefix_layout(batch, groups, decodes)
+        if isinstance(shared, tuple):
+            decodes, layout = shared
+            shared, shared_pages = layout, sum(p for p, _ in layout)
+        else:
+            shared_pages = shared
         ready = dev.clock.now()
-        timing = dev.forward(batch, prefills, decodes, shared_pages)
+        timing = dev.forward(batch, prefills, decodes, shared)
         end = dev.clock.now()
         kvs = [s.kv_tokens for s in batch.decodes]
         dev.log.append(IterationRecord(
@@ -133,12 +144,34 @@ class RealEngine(Engine):
         self._work = InFlight(start, end, batch, stretch, 1)
         self._wake_at(end)
 
-    def _one_shared_prefix(self, batch: Batch, groups: list) -> int:
-        """Pages of the one cached prefix that every decode of ``batch`` forks (0 when the
-        paged kernel serves the batch)."""
+    def _prefix_layout(self, batch: Batch, groups: list, decodes: list[Chunk]
+                       ) -> int | tuple[list[Chunk], PrefixLayout]:
+        """How the decode kernel serves ``batch``'s forked groups: 0 (the paged kernel), the
+        pages of the one cached prefix every decode forks, or - with several groups, or one
+        that not every decode joins - the decode chunks reordered group by group (groups in
+        the order of their first decode, then the decodes in no group) with each group's
+        (prefix pages, rows), for the several-prefix kernel. Groups are the simulator's own
+        (:meth:`_shared_groups`: a prefix forked by at least two decodes)."""
         if not groups or self.kernel != "shared_prefix":  # the paged kernel (over shared
             return 0  # pages: groups only change the cost model's time, not the GPU's kernel)
         if len(groups) == 1 and groups[0][1] == len(batch.decodes):
             return len(self.pages.table(batch.decodes[0].ctx.parent))
-        self.device.fallbacks += 1
-        return 0
+        members: dict[object, list[int]] = {}
+        for i, s in enumerate(batch.decodes):
+            if s.prefix_ctx is not None and s.cached_len > 0:
+                members.setdefault(s.prefix_ctx, []).append(i)
+        ordered: list[Chunk] = []
+        layout = []
+        for rows in members.values():
+            if len(rows) < 2:
+                continue
+            pages = len(self.pages.table(batch.decodes[rows[0]].ctx.parent))
+            layout.append((pages, len(rows)))
+            ordered += [decodes[i] for i in rows]
+        if len(layout) != len(groups):
+            raise RuntimeError(f"engine {self.engine_id}: {len(layout)} prefix groups found "
+                               f"for the simulator's {len(groups)}")
+        grouped = {i for rows in members.values() if len(rows) > 1 for i in rows}
+        ordered += [c for i, c in enumerate(decodes) if i not in grouped]
+        self.device.grouped += 1
+        return ordered, tuple(layout)

@@ -4,8 +4,8 @@
   replay *is* the simulator's model, with real engine iterations (:mod:`.executor`);
 * ``engines``: the simulator's engine table (``busy_time``: the sum of iteration wall times;
   ``extrapolated``: 0, the real engine never asks the cost model) plus ``gpu_time`` (sum of
-  CUDA-event times), ``shared_kernel_fallbacks`` (decode batches of several prefixes that the
-  paged kernel served) and ``model_extrapolated`` (cost-model evaluations of the replayed
+  CUDA-event times), ``shared_kernel_grouped`` (decode batches that the several-prefix
+  kernel served: several forked groups, or decodes outside the one group) and ``model_extrapolated`` (cost-model evaluations of the replayed
   batches past the profile's measured range);
 * ``iterations``: one row per iteration: ``start``/``end`` (s since t0), ``wall_s`` = end -
   start, ``sched_s`` (schedule + page mapping + chunk building), ``forward_s`` (the forward
@@ -17,7 +17,7 @@
   ``decode_kv_tokens`` read by decodes (shared prefixes counted per sequence),
   ``decode_max_ctx`` the longest decode's context,
   ``prefill_kv_tokens`` held by the prefilled sequences, ``shared_groups`` and
-  ``shared_pages``: the prefix the shared-prefix kernel served), ``used_blocks``, ``waiting``
+  ``shared_pages``: the prefix pages the shared-prefix kernel read once, summed over groups), ``used_blocks``, ``waiting``
   and ``model_s``: the cost model's time for exactly this batch (what the simulator would
   charge for it).
 """
@@ -110,11 +110,11 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
 
 def make_result(replay: Replay, sim: RunResult) -> ReplayResult:
     """The simulator's own tables of the replayed run (``sim``), with the engine's GPU time,
-    the shared-prefix kernel's fallbacks and the iteration log added."""
+    the batches the several-prefix kernel served and the iteration log added."""
     iters, extrapolated = iteration_table(replay)
     engines = sim.engines.copy()
     engines["gpu_time"] = float(iters["gpu_s"].sum())
-    engines["shared_kernel_fallbacks"] = replay.device.fallbacks
+    engines["shared_kernel_grouped"] = replay.device.grouped
     engines["model_extrapolated"] = extrapolated
     return ReplayResult(sim.calls, sim.apps, engines, sim.summary, iters)
 

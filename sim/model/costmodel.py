@@ -10,7 +10,9 @@ prompt chunks and decode tokens together):
           + sum over shared-prefix groups of shared_prefix(prefix, group size))
 
 (an iteration that fills prompt tokens uses the runtime's prefill overhead and scale instead,
-and lasts at least the runtime's ``prefill_launch_floor_s`` past that overhead).
+and lasts at least the runtime's ``prefill_launch_floor_s`` past that overhead, plus its
+``decode_launch_s`` when it also decodes and ``group_launch_s`` per forked group the
+shared-prefix kernel serves).
 
 ``paged(n, kv)`` is the profile's ``decode_paged`` curve at ``kv`` or, when the profile has a
 ``decode_paged_grid`` (sequences x KV tokens per sequence), that grid at ``n`` sequences and
@@ -80,6 +82,9 @@ class CostModel:
         self.prefill_scale = rt.prefill_scale
         self.prefill_fixed = rt.prefill_overhead_s
         self.prefill_floor = rt.prefill_launch_floor_s
+        self.decode_launch = rt.decode_launch_s
+        #: per forked group: only the shared-prefix kernels launch a pass per group
+        self.group_launch = 0.0 if kernel == "paged" else rt.group_launch_s
         self.host_per_seq = rt.overhead_per_seq_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
@@ -274,7 +279,10 @@ class CostModel:
             if shared:
                 t += self.shared_prefix_time(shared)
         host = self.prefill_fixed + self.host_per_seq * (len(batch.prefills) + len(decodes))
-        return host + max(self.prefill_scale * t, self.prefill_floor)
+        floor = self.prefill_floor
+        if decodes:
+            floor += self.decode_launch + self.group_launch * len(shared or ())
+        return host + max(self.prefill_scale * t, floor)
 
     def decode_stretch(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                        shared: list[SharedGroup], longest: int | None = None) -> DecodeStretch:

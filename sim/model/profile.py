@@ -201,13 +201,19 @@ class Runtime(StrictConfig):
     ``prefill_launch_floor_s`` (seconds): a runtime that runs prompt-filling iterations
     eagerly (no CUDA graph) issues every kernel launch from the host one by one, so such an
     iteration lasts at least as long as issuing them takes, however little work the GPU has.
-    0 (the default) for runtimes where it was not measured."""
+    0 (the default) for runtimes where it was not measured. An eager iteration that also
+    decodes issues the decode-attention launches of every layer too: the floor grows by
+    ``decode_launch_s``, and by ``group_launch_s`` per forked group that the shared-prefix
+    kernel serves (its prefix pass is a launch per group and layer); both measured as
+    differences by :mod:`parrotsim.calibrate.replay.launch_bench`, 0 by default."""
 
     overhead_s: float = Field(default=0.0, ge=0)
     scale: float = Field(default=1.0, gt=0)
     prefill_overhead_s: float = Field(default=0.0, ge=0)
     prefill_scale: float = Field(default=1.0, gt=0)
     prefill_launch_floor_s: float = Field(default=0.0, ge=0)
+    decode_launch_s: float = Field(default=0.0, ge=0)
+    group_launch_s: float = Field(default=0.0, ge=0)
     #: host seconds per sequence in the batch, every iteration (input building, page tables,
     #: emission: the runtime's per-sequence Python work); 0 where not measured
     overhead_per_seq_s: float = Field(default=0.0, ge=0)

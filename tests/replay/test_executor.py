@@ -104,7 +104,7 @@ def test_dags_prefixes_and_parrot_give_the_simulators_times(name):
     if name == "bing_shared_prefix":  # every decode batch forks the one prefix
         decodes = it[it["decode_seqs"] > 1]
         assert len(decodes) and (decodes["shared_pages"] == -(-5107 // 16)).all()
-        assert real.engines["shared_kernel_fallbacks"].iloc[0] == 0
+        assert real.engines["shared_kernel_grouped"].iloc[0] == 0
     if name == "bing_paged":  # groups priced by the grid, served by the paged kernel
         assert (it["shared_groups"] > 0).any()
         assert (it["shared_pages"] == 0).all()

@@ -150,6 +150,27 @@ def test_prefill_launch_floor_bounds_small_prompt_iterations_only():
     assert cm.decode_times(1, 100, 1, [], 1)[0] == plain.decode_times(1, 100, 1, [], 1)[0]
 
 
+def test_eager_launch_floor_grows_with_decodes_and_forked_groups():
+    """A mixed iteration (a short fill plus decodes) issues the decode-attention launches too:
+    its floor is the fill's plus ``decode_launch_s``, plus ``group_launch_s`` per forked group
+    with a shared-prefix kernel (the paged kernel launches no pass per group)."""
+    def mixed(decodes: int) -> Batch:
+        fill = _with_ctx(seq(7, 1), 7)
+        return Batch(prefills=[(fill, 7)],
+                     decodes=[_with_ctx(seq(100, 1), 120 + i) for i in range(decodes)])
+    rt = Runtime(prefill_launch_floor_s=0.050, decode_launch_s=0.020, group_launch_s=0.010)
+    prof = a100_13b().model_copy(update={"runtimes": {"parrot": rt}})
+    shared = CostModel(prof, "parrot", kernel="shared_prefix")
+    paged = CostModel(prof, "parrot", kernel="paged")
+    groups = [(64, 2), (32, 2), (48, 2)]
+    assert shared.iteration_time(mixed(0)) == pytest.approx(0.050)  # all launch-bound
+    assert shared.iteration_time(mixed(6)) == pytest.approx(0.070)
+    assert shared.iteration_time(mixed(6), groups, 288) == pytest.approx(0.100)
+    assert paged.iteration_time(mixed(6), groups, 288) == pytest.approx(0.070)
+    plain = CostModel(a100_13b(), "parrot", kernel="shared_prefix")
+    assert shared.decode_times(6, 700, 6, [], 1)[0] == plain.decode_times(6, 700, 6, [], 1)[0]
+
+
 def test_runtime_host_time_per_sequence_adds_to_every_iteration():
     prof = a100_13b()
     plain = CostModel(prof, "vllm")
