@@ -45,7 +45,12 @@ from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
 from parrotsim.policies.engine.parrot_admission import ParrotAdmission, is_ready
-from parrotsim.policies.engine.parrot_shortage import grow_decodes, held_tokens, short_step
+from parrotsim.policies.engine.parrot_shortage import (
+    grow_decodes,
+    held_tokens,
+    repeat_horizon,
+    short_step,
+)
 from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicyConfig,
@@ -114,6 +119,9 @@ class ParrotEnginePolicy(ParrotAdmission):
         self._short_tokens = 0  # their KV tokens (cached prefixes included)
         #: ``running`` is in running order (the last sort's, less the jobs that left)
         self._in_order = False
+        #: the last batch came from the step without free blocks after an admission that took
+        #: back only the held-back jobs (its memo now set): the same inputs decide it again
+        self._repeatable = False
 
     # ---- helpers -------------------------------------------------------------------------
     @property
@@ -138,7 +146,7 @@ class ParrotEnginePolicy(ParrotAdmission):
         idle_rest, self._idle_rest = self._idle_rest, None  # kept only by a shortage step
         if self._parked and self._release_parked(state):
             idle_rest = None  # the queue changed
-        self._held, self._unstable = set(), False
+        self._held, self._unstable, self._repeatable = set(), False, False
         head, self._short_head = self._short_head, None
         waiting = state.waiting
         if head is not None and not (len(waiting) >= len(head) and waiting[0] is head[-1]
@@ -153,6 +161,7 @@ class ParrotEnginePolicy(ParrotAdmission):
         else:
             jobs = self._admit_after(state, head, idle_rest)
             if jobs is None:  # the held-back Generates come back, and nothing else
+                no_free = state.kv.used_blocks >= state.kv.num_blocks
                 done = short_step(state, head, self._key, self.cfg.max_total_tokens,
                                   self._short_tokens)
                 if done is None:
@@ -163,6 +172,7 @@ class ParrotEnginePolicy(ParrotAdmission):
                         self.memory_stalls += 1
                         self._unstable = True
                         self._short_head = short
+                        self._repeatable = no_free
                     return Batch(decodes=decodes)
                 jobs = [(s, 0) for s in reversed(head)]
         fill_n = {s.uid: n for s, n in jobs if n}
@@ -285,6 +295,21 @@ class ParrotEnginePolicy(ParrotAdmission):
         seq.allocate(kv, 1)
         fill_n.pop(seq.uid, None)
         return [], [seq]
+
+    def repeated_decode_steps(self, state: EngineState, batch: Batch) -> int:
+        """After a step without free blocks (:func:`short_step`): while no decode needs a new
+        block or finishes, the next iterations find the same queue, the admission's memo
+        hits, and the same step grows the same jobs (:func:`repeat_horizon`). ``tgi``'s
+        prefill-only pass walks the queue each time: not repeated."""
+        if not self._repeatable or self.cfg.scheduler == "tgi":
+            return 1
+        return repeat_horizon(batch.decodes, state.kv.block_size, self.cfg.max_total_tokens,
+                              self._short_tokens)
+
+    def on_repeated_step(self, state: EngineState) -> None:
+        """A repeated iteration's decision counts what :meth:`schedule` would: the stalls of
+        the admission's memo and one for the jobs still held back."""
+        self.memory_stalls += self._idle_rest_stalls + 1
 
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes or self._unstable:

@@ -201,3 +201,31 @@ def _step_without_free_blocks(state: EngineState, short: list[Sequence],
         short_tokens += s.cached_len + s.ctx.tokens
     state.running = decodes.copy()
     return decodes, short, short_tokens
+
+
+def repeat_horizon(decodes: list[Sequence], block_size: int, limit: int | None,
+                   short_tokens: int) -> int:
+    """Iterations in all, the one just decided by the no-free-block step first, that the same
+    step decides alike while nothing else changes: each of ``decodes`` (grown for this one)
+    takes its next token's slot within its last block (none is held back), none finishes
+    before the last (it would free blocks) and ``limit`` (``max_total_tokens``) holds no job
+    back; ``short_tokens``: the held-back jobs' KV tokens. One pass over ``decodes``."""
+    horizon = None
+    total = short_tokens
+    for s in decodes:
+        ctx = s.ctx
+        t = ctx.tokens
+        room = ctx.blocks * block_size - t  # later steps that fit in its blocks
+        left = s.output_len - s.generated - 1  # the step that emits its last token
+        h = room if room < left else left
+        if horizon is None or h < horizon:
+            horizon = h
+        total += s.cached_len + t
+    if horizon is None:
+        return 1
+    steps = horizon + 1
+    if limit is not None:  # step j >= 1 walks total + n * (j - 1) tokens
+        if total > limit:
+            return 1
+        steps = min(steps, (limit - total) // len(decodes) + 2)
+    return max(1, steps)

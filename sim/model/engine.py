@@ -15,6 +15,10 @@ scheduling. Stepping and fast-forwarding give the same per-call times up to floa
 A decode batch that carries the engine's :class:`~parrotsim.sim.model.decode_ledger.DecodeLedger`
 (a policy that decodes all its running calls in lockstep, as vLLM does) is accounted from the
 ledger's running totals: no pass over the batch per stretch.
+
+Where fast-forward cannot be exact (a Parrot engine short of KV blocks), iterations the policy
+would decide alike still run one event each, timed as stepping times them, but without asking
+the policy or passing over the batch for each (:mod:`parrotsim.sim.model.decode_repeat`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from simpy.core import NORMAL
 
 from parrotsim.sim.model.admission import EngineLimits, admission_problem
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
+from parrotsim.sim.model.decode_repeat import RepeatedDecodes
 from parrotsim.sim.model.emission import (
     end_decode_stretch,
     end_ledger_stretch,
@@ -105,6 +110,7 @@ class Engine:
         self._wake_callbacks = [self._on_wake]
         self._stale = stale_timers(env)  # where a replaced timer goes
         self._work: InFlight | None = None  # the iteration or stretch running now
+        self._repeat: RepeatedDecodes | None = None  # the run _work belongs to, if any
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
         # the decodes of the last shared-prefix grouping (a copy) and its answer
         self._groups_of: list[Sequence] = []
@@ -170,16 +176,27 @@ class Engine:
         work, self._work = self._work, None
         self._account(work)
         self.clock = work.end
-        if work.stretch is None:
+        steps, run = work.steps, self._repeat
+        if run is not None:
+            if run.step + 1 < run.steps and self._unchanged(run):
+                self._next_repeated(run, work.batch)
+                return
+            self._repeat = None
+            steps = run.step + 1
+            self._emit_decode(work.batch, steps, run.first_end, work.end)
+        elif work.stretch is None:
             self._emit_prefill(work.batch, work.start, work.end)
         else:
-            self._emit_decode(work.batch, work.steps, work.start + work.stretch.first, work.end)
+            self._emit_decode(work.batch, steps, work.start + work.stretch.first, work.end)
         finished, self._finished = self._finished, []
-        self.policy.on_iteration_end(self.state, work.batch, work.steps, finished)
+        self.policy.on_iteration_end(self.state, work.batch, steps, finished)
         self._next_iteration()
 
     def _cut_stretch(self) -> None:
         """A call arrived during a fast-forwarded stretch: stop after the current iteration."""
+        if self._repeat is not None:  # repeated iterations: this one is the last
+            self._repeat.steps = self._repeat.step + 1
+            return
         work = self._work
         done = work.stretch.steps_until(self.env.now - work.start, work.steps)
         if done < work.steps:
@@ -227,6 +244,40 @@ class Engine:
         if not end > start:
             self._stopped_clock(batch, end - start)
         self._work = InFlight(start, end, batch, stretch, steps)
+        self._wake_at(end)
+        if steps == 1 and self.fast_forward and ledger is None:
+            repeats = self.policy.repeated_decode_steps(state, batch)
+            if repeats > 1:
+                self._repeat = RepeatedDecodes(
+                    repeats, end, kv, longest, groups, shared_tokens, len(state.running),
+                    len(state.waiting), state.kv.used_blocks,
+                    [s for s in decodes if s.first_token < 0])
+
+    def _unchanged(self, run: RepeatedDecodes) -> bool:
+        """Whether the engine state the policy decided a run of iterations on is as it was
+        (nothing outside the engine acted without notifying it)."""
+        state = self.state
+        return (len(state.running) == run.running and len(state.waiting) == run.waiting
+                and state.kv.used_blocks == run.used_blocks)
+
+    def _next_repeated(self, run: RepeatedDecodes, batch: Batch) -> None:
+        """Start iteration ``run.step + 1`` of a run of repeated decode iterations at
+        ``self.clock``: what :meth:`_next_iteration` would do after the policy decided it
+        again, from the run's totals (every decode one token longer), its sequences left
+        as they are until the run ends."""
+        if run.step == 0 and run.unstamped:  # the first iteration emitted their first token
+            for s in run.unstamped:
+                s.first_token = run.first_end
+        run.step = j = run.step + 1
+        self.policy.on_repeated_step(self.state)
+        n = len(batch.decodes)
+        longest = None if run.longest0 is None else run.longest0 + j
+        stretch = self.cost.decode_stretch(n, run.kv0 + n * j, n, run.groups, longest)
+        start = self.clock
+        end = start + stretch.duration(1)
+        if not end > start:
+            self._stopped_clock(batch, end - start)
+        self._work = InFlight(start, end, batch, stretch, 1)
         self._wake_at(end)
 
     def _stopped_clock(self, batch: Batch, seconds: float) -> None:

@@ -6,7 +6,8 @@ plus its :class:`~parrotsim.sim.model.kv_cache.KVCache`. Each iteration the engi
 the plain-Python state but never touching time. That keeps policies testable on hand-built
 states. ``on_iteration_end`` tells it what the iteration did; ``stable_decode_steps`` tells the
 engine how many identical decode-only iterations follow, so it can fast-forward them in one
-event.
+event; ``repeated_decode_steps``, how many the policy would decide alike where their times must
+still be stepped (one event each, without asking the policy again).
 """
 
 from __future__ import annotations
@@ -69,6 +70,20 @@ class EnginePolicy:
         """How many decode-only iterations, starting with ``batch`` (already allocated), run
         with the same sequences if nothing arrives: at least 1."""
         return 1
+
+    def repeated_decode_steps(self, state: EngineState, batch: Batch) -> int:
+        """For a decode-only ``batch`` that :meth:`stable_decode_steps` could not fast-forward:
+        how many iterations in all, this one first, :meth:`schedule` would decide the same
+        (the same decodes in the same order, each taking its next token's slot within its
+        blocks, none finishing before the last, and the same bookkeeping) if nothing outside
+        the engine acted: at least 1. The engine then runs them one event each, timed as
+        stepping times them, without calling :meth:`schedule` for the others; one
+        :meth:`on_iteration_end` reports them all at the end."""
+        return 1
+
+    def on_repeated_step(self, state: EngineState) -> None:
+        """The bookkeeping of a :meth:`schedule` call the engine skipped for a repeated
+        iteration (see :meth:`repeated_decode_steps`), e.g. counters it would have moved."""
 
 
 class EnginePolicyConfig(StrictConfig):
