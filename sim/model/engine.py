@@ -49,6 +49,7 @@ from parrotsim.sim.model.stale_timers import stale_timers
 FinishCallback = Callable[[Sequence, float], None]
 #: called as ``recorder(engine, start, end, batch, steps)`` for each iteration or fast-forwarded
 #: decode stretch when it ends (``parrotsim.sim.harness.timeline``); ``steps`` is what ran
+#: (inside a run of repeated decode iterations the sequences' counters lag until it ends)
 IterationRecorder = Callable[["Engine", float, float, Batch, int], None]
 
 
