@@ -37,7 +37,6 @@ class RepeatedDecodes:
     kv0: int
     longest0: int | None
     groups: list[SharedGroup]
-    shared_tokens: int
     running: int
     waiting: int
     used_blocks: int

@@ -250,7 +250,7 @@ class Engine:
             repeats = self.policy.repeated_decode_steps(state, batch)
             if repeats > 1:
                 self._repeat = RepeatedDecodes(
-                    repeats, end, kv, longest, groups, shared_tokens, len(state.running),
+                    repeats, end, kv, longest, groups, len(state.running),
                     len(state.waiting), state.kv.used_blocks,
                     [s for s in decodes if s.first_token < 0])
 
