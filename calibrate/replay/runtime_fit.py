@@ -17,7 +17,8 @@ measures, as medians over all iterations of the given runs:
 * ``prefill_launch_floor_s``: the host time of issuing an eager iteration's kernel launches
   (``launch_s``): the GPU cannot finish such an iteration sooner.
 
-``scale`` and ``prefill_scale`` stay 1: the GPU time is the profile's. The same terms go to
+``scale`` and ``prefill_scale`` stay 1: the GPU time is the profile's; the base profile's
+``decode_launch_s`` and ``group_launch_s`` (measured by :mod:`.launch_bench`) are kept. The same terms go to
 the ``vllm`` and ``parrot`` runtimes (one loop runs both policies), or with ``--runtime NAME``
 to that engine policy's runtime only, the base profile's other runtimes kept (to fit one
 policy's host costs on its own runs). The written profile is the base profile with these
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from parrotsim.sim.model.profile import Runtime, dump_profile, load_profile
+from parrotsim.sim.model.profile import Profile, Runtime, dump_profile, load_profile
 
 
 def host_terms(iterations: pd.DataFrame) -> Runtime:
@@ -52,6 +53,16 @@ def host_terms(iterations: pd.DataFrame) -> Runtime:
                    prefill_overhead_s=max(0.0, float(np.median(rest[~dec]))),
                    prefill_launch_floor_s=float(it.loc[prefill, "launch_s"].median()),
                    overhead_per_seq_s=per_seq)
+
+
+def kept_launch_terms(rt: Runtime, base: Profile, name: str) -> Runtime:
+    """``rt`` with the base profile's launch terms that the iteration logs do not measure
+    (``decode_launch_s``, ``group_launch_s``: :mod:`.launch_bench` measures them)."""
+    if name not in base.runtimes:
+        return rt
+    old = base.runtimes[name]
+    return rt.model_copy(update={"decode_launch_s": old.decode_launch_s,
+                                 "group_launch_s": old.group_launch_s})
 
 
 def run_dirs(paths: list[Path]) -> list[Path]:
@@ -87,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sources = [f"{d.parent.parent.name}/{d.name}" for d in runs]
     names = args.runtime or ["vllm", "parrot"]
-    runtimes = {**(base.runtimes if args.runtime else {}), **dict.fromkeys(names, rt)}
+    runtimes = {**(base.runtimes if args.runtime else {}),
+                **{n: kept_launch_terms(rt, base, n) for n in names}}
     which = "" if not args.runtime else f" ({', '.join(names)} runtime)"
     prof = base.model_copy(update={
         "name": args.out.stem, "runtimes": runtimes,

@@ -75,11 +75,13 @@ def batch_of(chunks: tuple, decodes: int, decode_kv: int, longest: int | None = 
                  decodes=first + [seq(per + (i < rest)) for i in range(decodes)])
 
 
-def longest_read(shared: tuple[tuple[int, int], ...], decodes: int, longest: int) -> int | None:
+def longest_read(shared: tuple[tuple[int, int], ...], decodes: int, longest: int,
+                 whole: bool = False) -> int | None:
     """The most KV tokens the paged kernel reads for one decode of a logged batch: its
-    longest context, less the prefix when one group holds every decode (the replay's
-    shared-prefix kernel serves one prefix); None (unknown) for other grouped batches."""
-    if not shared:
+    longest context (``whole``: the paged kernel over shared pages reads whole contexts),
+    less the prefix when one group holds every decode (the replay's shared-prefix kernel
+    serves one prefix); None (unknown) for other grouped batches."""
+    if not shared or whole:
         return longest
     if len(shared) == 1 and shared[0][1] == decodes:
         return longest - shared[0][0]
@@ -97,7 +99,8 @@ def iteration_table(replay: Replay) -> tuple[pd.DataFrame, int]:
         shared_tokens = sum(p * n for p, n in shared)
         model = cost.iteration_time(batch_of(r.chunks, r.decode_seqs, r.decode_kv_tokens,
                                              r.decode_max_ctx), shared, shared_tokens,
-                                    longest_read(r.shared, r.decode_seqs, r.decode_max_ctx))
+                                    longest_read(r.shared, r.decode_seqs, r.decode_max_ctx,
+                                                 cost.group_waves))
         gpu, build, launch, graph = (nan, nan, nan, -1) if r.timing is None else r.timing
         post = r.end if r.post is None else r.post
         rows.append((i, r.start, r.end, r.end - r.start, r.ready - r.start, r.end - r.ready,

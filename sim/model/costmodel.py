@@ -26,7 +26,10 @@ paged kernel's critical-path excess of :mod:`parrotsim.sim.model.paged_waves` is
 ``paged(n, kv) + excess(n, kv, longest)``; it is piecewise linear in the step too. With the
 shared-prefix kernel the suffix phase is that paged split-KV kernel over the suffixes, so a
 batch with forked groups gets the excess too, ``longest`` being the most tokens the paged
-phase reads for one decode (its context less its group's prefix; :attr:`suffix_waves`).
+phase reads for one decode (its context less its group's prefix; :attr:`suffix_waves`). The
+paged kernel over shared pages prices each forked group on its one-prefix grid; groups of
+different prompt lengths still make a skewed batch, so it gets the excess over whole contexts
+(:attr:`group_waves`; measured by ``kernels/bench_paged_prefixes.py``).
 
 With the shared-prefix kernel a group's suffixes are read by the paged kernel, its prefix once
 by the shared kernel; with the paged kernel every sequence reads its whole context, unless the
@@ -116,6 +119,11 @@ class CostModel:
         #: Parrot 2023's unsplit suffix)
         self.suffix_waves = (self.waves is not None and not self.paged_groups
                              and not self._parrot_2023)
+        #: forked groups of the paged kernel over shared pages: its grid prices each group as
+        #: rows of one context, but groups forking prompts of different lengths make a skewed
+        #: batch, whose longest *whole* context sets the split-KV kernel's critical path; the
+        #: excess is taken over the KV tokens the kernel reads (prefixes counted per row)
+        self.group_waves = self.waves is not None and self.paged_groups
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
         self.extrapolated = 0
@@ -254,12 +262,13 @@ class CostModel:
         ``shared`` lists the shared-prefix groups among the decodes and ``shared_tokens`` the
         prefix tokens they cover (read once per group instead of once per sequence).
         ``longest``: the most KV tokens the paged kernel reads for one decode (with groups:
-        its context less its group's prefix); by default the longest context without groups,
-        and no skewed-batch excess with them.
+        its context less its group's prefix, or its whole context with :attr:`group_waves`);
+        by default the longest context without groups, and no skewed-batch excess with them.
         """
         decodes = batch.decodes
         kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
-        if self.waves is None or not decodes or (shared and not self.suffix_waves):
+        if self.waves is None or not decodes or (
+                shared and not (self.suffix_waves or self.group_waves)):
             longest = None
         elif longest is None and not shared:
             longest = max([s.kv_tokens for s in decodes])
@@ -275,7 +284,8 @@ class CostModel:
         if decodes:
             t += self.paged_time(len(decodes), kv) + self.per_seq * len(decodes)
             if longest is not None:
-                t += self.paged_excess(len(decodes), kv, longest)
+                read = kv + shared_tokens if shared and self.group_waves else kv
+                t += self.paged_excess(len(decodes), read, longest)
             if shared:
                 t += self.shared_prefix_time(shared)
         host = self.prefill_fixed + self.host_per_seq * (len(batch.prefills) + len(decodes))
@@ -292,7 +302,8 @@ class CostModel:
         sequence at step 0 (with ``shared`` groups: its context less its group's prefix; every
         sequence grows by ``kv_growth / n_seqs`` tokens a step), for the skewed-batch excess
         (ignored without the profile's ``decode_paged_waves``, and with ``shared`` groups
-        unless :attr:`suffix_waves`)."""
+        unless :attr:`suffix_waves`, or :attr:`group_waves`: then ``longest`` is a whole
+        context and the excess is taken over the prefixes' tokens too)."""
         try:
             paged, base, linear_extrapolated = self._decode_rows[n_seqs]
         except KeyError:
@@ -303,13 +314,16 @@ class CostModel:
         if kv_tokens < paged.lo or kv_tokens > paged.hi:
             self.extrapolated += 1
             self._past_paged(n_seqs, kv_tokens)
+        read = kv_tokens
         if shared:
             base += self.shared_prefix_time(shared)
-            if not self.suffix_waves:
+            if self.group_waves:
+                read += sum(p * n for p, n in shared)
+            elif not self.suffix_waves:
                 longest = None
         excess = None
         if longest is not None and self.waves is not None and n_seqs >= 2:
-            excess = ExcessSeries(self.waves, n_seqs, kv_tokens, kv_growth, longest)
+            excess = ExcessSeries(self.waves, n_seqs, read, kv_growth, longest)
             self._count_longest(longest)
         return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs, excess)
 

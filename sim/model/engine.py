@@ -217,7 +217,7 @@ class Engine:
         start = self.clock
         if batch.prefills:  # never cut short
             groups, shared_tokens = self._shared_groups(batch)
-            longest = self._longest_read(batch) if groups and self.cost.suffix_waves else None
+            longest = self._excess_longest(batch, groups) if groups else None
             end = (start + self.cost.iteration_time(batch, groups, shared_tokens, longest)
                    + self.policy.host_time(batch))
             if not end > start:
@@ -238,7 +238,7 @@ class Engine:
         longest = None
         if self.cost.waves is not None:
             longest = (self.longest_context(batch) if not groups
-                       else self._longest_read(batch) if self.cost.suffix_waves else None)
+                       else self._excess_longest(batch, groups))
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
         end = start + stretch.duration(steps)
@@ -346,6 +346,16 @@ class Engine:
             end_ledger_stretch(batch.ledger, steps, first_end, end, self._finish)
         else:
             end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
+
+    def _excess_longest(self, batch: Batch, groups: list[SharedGroup]) -> int | None:
+        """The ``longest`` the cost model's skewed-batch excess takes for a batch with forked
+        ``groups``: the longest read of the shared-prefix kernel's paged phase, the longest
+        whole context for the paged kernel over shared pages, else None (no excess)."""
+        if self.cost.suffix_waves:
+            return self._longest_read(batch)
+        if self.cost.group_waves:
+            return self.longest_context(batch)
+        return None
 
     def _longest_read(self, batch: Batch) -> int:
         """The most KV tokens the paged kernel reads for one of ``batch``'s decodes when the

@@ -31,7 +31,7 @@ def cost_model_replay(cfg, check=None) -> Replay:
             check(replay, batch, prefills, decodes)
         engine = replay.engines[0]
         groups, shared_tokens = engine._shared_groups(batch)
-        longest = engine._longest_read(batch) if groups and cost.suffix_waves else None
+        longest = engine._excess_longest(batch, groups) if groups else None
         t = cost.iteration_time(batch, groups, shared_tokens, longest)
         if batch.prefills:
             t += engine.policy.host_time(batch)

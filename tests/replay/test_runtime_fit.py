@@ -64,5 +64,19 @@ def test_one_runtime_is_fitted_and_the_others_kept(tmp_path):
     assert runtime_fit.main([str(tmp_path / "real"), "--profile", "h200_llama-7b-replay",
                              "--runtime", "parrot", "--out", str(out)]) == 0
     fitted, base = load_profile(str(out)), load_profile("h200_llama-7b-replay")
-    assert fitted.runtimes["parrot"] == runtime_fit.host_terms(log())
+    assert fitted.runtimes["parrot"] == runtime_fit.host_terms(log()).model_copy(
+        update={"group_launch_s": base.runtimes["parrot"].group_launch_s})
     assert fitted.runtimes["vllm"] == base.runtimes["vllm"] != fitted.runtimes["parrot"]
+
+
+def test_launch_terms_of_the_base_profile_are_kept(tmp_path):
+    run = tmp_path / "real" / "runs" / "r1"
+    run.mkdir(parents=True)
+    log().to_parquet(run / "iterations.parquet")
+    out = tmp_path / "lease.yaml"
+    assert runtime_fit.main([str(tmp_path / "real"), "--profile", "h200_llama-7b-replay",
+                             "--out", str(out)]) == 0
+    fitted = load_profile(str(out))
+    for name in ("vllm", "parrot"):
+        assert fitted.runtimes[name].group_launch_s == 0.00064  # launch_bench's, kept
+        assert fitted.runtimes[name].overhead_s == runtime_fit.host_terms(log()).overhead_s

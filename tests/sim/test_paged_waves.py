@@ -231,3 +231,42 @@ def test_engine_passes_the_longest_suffix_of_its_groups():
     assert groups == [(4000, 3)]
     assert cm.iteration_time(batch, groups, shared_tokens, 900) > cm.iteration_time(
         batch, groups, shared_tokens)
+
+
+def test_paged_kernel_over_shared_pages_gets_the_excess_of_its_longest_whole_context():
+    """Groups forking prompts of different lengths make a skewed batch for the paged kernel
+    over shared pages: its one-prefix grid prices each group, and the longest whole context
+    adds the excess over the tokens the kernel reads (prefixes counted per row). Measured on
+    the H200 (kernels/bench_paged_prefixes.py): with it the model is within 0.98-1.16 of the
+    kernel at 2 and 4 prefixes, 1.14-1.87 without."""
+    from parrotsim.sim.model.profile import Grid2D
+
+    grid = Grid2D(x=[0.0, 8000.0], y=[1.0, 256.0], seconds=[[0.0, 0.0], [1e-3, 1e-3]])
+    prof = _profile(WAVES)
+    prof = prof.model_copy(update={"curves": prof.curves.model_copy(
+        update={"paged_shared_prefix": grid})})
+    cm = CostModel(prof, kernel="paged")
+    assert cm.group_waves and not cm.suffix_waves
+    groups = [(4000, 8), (400, 8)]  # 8 rows fork a 4000-token prompt, 8 a 400-token one
+    suffixes = [100] * 16
+    own = sum(suffixes)
+    whole = own + 4000 * 8 + 400 * 8
+    batch = _batch([4000 + 100] * 8 + [400 + 100] * 8)
+    plain = cm.iteration_time(batch, groups, 4400 * 8)
+    skewed = cm.iteration_time(batch, groups, 4400 * 8, longest=4100)
+    excess = cm.paged_excess(16, whole, 4100)
+    assert excess > 0 and skewed - plain == pytest.approx(excess, rel=1e-9)
+    stretch = cm.decode_stretch(16, own, 16, groups, 4100)
+    assert stretch.first == pytest.approx(skewed, rel=1e-12)
+    # one prompt length: every row is as long as the longest, nothing to add
+    same = _batch([4100] * 16)
+    assert cm.paged_excess(16, 4100 * 16, 4100) == pytest.approx(0.0, abs=1e-15)
+    assert cm.iteration_time(same, [(4000, 16)], 64000, longest=4100) == pytest.approx(
+        cm.iteration_time(same, [(4000, 16)], 64000))
+    # the engine passes the longest whole context to such a cost model
+    kv = KVCache(10**6)
+    eng = Engine(simpy.Environment(), 0, None, cm, kv, lambda s, t: None, kernel="paged")
+    root = kv.create()
+    kv.grow(root, 4000)
+    grouped = [_forked(kv, root, 4000, s) for s in (900, 300)]
+    assert eng._excess_longest(Batch(decodes=grouped), [(4000, 2)]) == 4900
