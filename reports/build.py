@@ -18,9 +18,10 @@ from parrotsim.reports import claims as claims_mod
 from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows, panel_runs
 from parrotsim.reports.html import page
 from parrotsim.reports.plot import draw
-from parrotsim.reports.spec import FIGURES, PANELS
+from parrotsim.reports.spec import FIGURES, PANELS, Panel
+from parrotsim.sim.harness.backends import default_jobs, make_backend
 from parrotsim.sim.harness.experiment import experiment_from_data, load_experiment
-from parrotsim.sim.harness.runner import run_experiment
+from parrotsim.sim.harness.runner import Sweep, check_sweep_memory, prepare_sweep, run_sweeps
 from parrotsim.sim.harness.shipped import shipped_experiments
 from parrotsim.sim.harness.store import write_atomic
 from parrotsim.sim.model.profile import ProfileError, shipped_profiles
@@ -46,30 +47,36 @@ def _with_profile(path: Path, family: str | None):
 
 def build_report(out: Path, figures: list[str] | None = None, profile: str | None = None,
                  jobs: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Regenerate ``figures`` (default: all) into ``out``; returns the claims table."""
+    """Regenerate ``figures`` (default: all) into ``out``; returns the claims table.
+
+    The runs of every experiment go to one pool (:func:`~parrotsim.sim.harness.runner.run_sweeps`:
+    heaviest experiment first, longest runs first); a figure is drawn as soon as the
+    experiments of its panels are done, while the pool runs the others."""
     wanted = figures or FIGURES
     unknown = sorted(set(wanted) - set(FIGURES))
     if unknown:
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    panels = [p for p in PANELS if p.figure in wanted]
-    summaries: dict[str, tuple[pd.DataFrame, Path]] = {}
-    for name in dict.fromkeys(p.experiment for p in panels):
-        exp = _with_profile(shipped_experiments()[f"paper/{name}"], profile)
-        results = out / "results" / exp.name
-        if progress:
-            print(f"[report] {exp.name}: {exp.spec.description}", file=sys.stderr, flush=True)
-        summary = run_experiment(exp, results, jobs=jobs, progress=progress)
-        summaries[name] = (summary, results)
-    rows, per_run = [], []
-    for p in panels:
-        summary, results = summaries[p.experiment]
-        rows += panel_rows(p, summary, results)
-        per_run += panel_runs(p, summary)
-    tidy = pd.DataFrame(rows, columns=TIDY_COLUMNS)
-    for fig in wanted:
-        draw(fig, [p for p in panels if p.figure == fig], tidy, out)
+    executor = make_backend("local", jobs)  # its fork server starts importing now
+    try:
+        panels = [p for p in PANELS if p.figure in wanted]
+        names = list(dict.fromkeys(p.experiment for p in panels))
+        sweeps = []
+        for name in names:
+            exp = _with_profile(shipped_experiments()[f"paper/{name}"], profile)
+            if progress:
+                print(f"[report] {exp.name}: {exp.spec.description}", file=sys.stderr,
+                      flush=True)
+            sweeps.append(prepare_sweep(exp, out / "results" / exp.name))
+        check_sweep_memory(sweeps, 1 if jobs == 1 else (jobs or default_jobs()), None)
+        figures_of = _FigureDrawer(wanted, panels, names, sweeps, out)
+        run_sweeps(sweeps, executor, progress, on_done=figures_of.experiment_done)
+    finally:
+        executor.close()
+    tidy = pd.DataFrame([row for i in range(len(panels)) for row in figures_of.rows[i]],
+                        columns=TIDY_COLUMNS)
+    per_run = [row for i in range(len(panels)) for row in figures_of.runs[i]]
     claims = claims_mod.evaluate(tidy, pd.DataFrame(per_run))
     claims = claims[claims["figure"].isin(wanted)]
     write_atomic(out / "figures.csv", tidy.to_csv(index=False))
@@ -82,3 +89,29 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
             "(calibrate/profiles).")
     write_atomic(out / "index.html", page(setups, claims, note, f"Built in {elapsed:.0f} s."))
     return claims
+
+
+class _FigureDrawer:
+    """Derives each panel's tidy rows when its experiment is done (``rows``, ``runs``: by the
+    panel's index), and draws each figure when the experiments of all its panels are."""
+
+    def __init__(self, wanted: list[str], panels: list[Panel], names: list[str],
+                 sweeps: list[Sweep], out: Path) -> None:
+        self.wanted, self.panels, self.names, self.sweeps, self.out = (
+            wanted, panels, names, sweeps, out)
+        self.rows: dict[int, list[dict]] = {}
+        self.runs: dict[int, list[dict]] = {}
+
+    def experiment_done(self, index: int, summary: pd.DataFrame) -> None:
+        name, results = self.names[index], self.sweeps[index].out
+        for i, p in enumerate(self.panels):
+            if p.experiment == name:
+                self.rows[i] = panel_rows(p, summary, results)
+                self.runs[i] = panel_runs(p, summary)
+        for fig in self.wanted:
+            mine = [i for i, p in enumerate(self.panels) if p.figure == fig]
+            if (any(self.panels[i].experiment == name for i in mine)
+                    and all(i in self.rows for i in mine)):
+                rows = [row for i in mine for row in self.rows[i]]
+                draw(fig, [self.panels[i] for i in mine],
+                     pd.DataFrame(rows, columns=TIDY_COLUMNS), self.out)

@@ -166,6 +166,7 @@ def call_dependencies(app: App, call: Call,
 def topological_order(app: App) -> list[Call]:
     """Calls of ``app`` in an order where producers come before consumers (stable)."""
     by_name = {c.name: c for c in app.calls}
+    producers = {c.output: c.name for c in app.calls}
     order: list[Call] = []
     state: dict[str, int] = {}  # 1 = visiting, 2 = done
 
@@ -177,7 +178,7 @@ def topological_order(app: App) -> list[Call]:
             cycle = " -> ".join([*path[path.index(call.name):], call.name])
             raise AppError(f"app {app.app_id}: call {call.name!r} is on a cycle ({cycle})")
         state[call.name] = 1
-        for dep in call_dependencies(app, call):
+        for dep in call_dependencies(app, call, producers):
             visit(by_name[dep], [*path, call.name])
         state[call.name] = 2
         order.append(call)

@@ -42,7 +42,8 @@ LATENCY_MAX_TOKENS = 4096
 
 def dependencies(app: App) -> dict[str, tuple[str, ...]]:
     """Call name -> names of the calls it depends on (its producers and ``after`` calls)."""
-    return {c.name: call_dependencies(app, c) for c in app.calls}
+    made_by = producers(app)
+    return {c.name: call_dependencies(app, c, made_by) for c in app.calls}
 
 
 def producers(app: App) -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from parrotsim.core.errors import UsageError
-from parrotsim.sim.harness.runner import META, SUMMARY_CSV, SUMMARY_PARQUET
+from parrotsim.sim.harness.summary import META, SUMMARY_CSV, SUMMARY_PARQUET
 
 DEFAULT_METRICS = ["mean_jct", "p90_jct", "normalized_latency", "mean_ttft", "throughput",
                    "peak_kv_memory"]

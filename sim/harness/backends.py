@@ -1,7 +1,9 @@
 """Where runs execute: in this process, in a local process pool, or as Ray tasks.
 
 A backend maps :func:`parrotsim.sim.harness.store.execute` over tasks ``(key, config, runs_dir,
-plugins, timeout, wait, reuse)`` and yields the small records the workers return, in completion order. Workers import the
+plugins, timeout, wait, reuse)`` and yields the small records the workers return, in completion
+order (``map``), or each with the index of its task (``imap``: runs of several experiments in
+one pool, where two experiments may hold the same key). Tasks are started in the order given. Workers import the
 experiment's plugins, then write the run's tables into the store themselves, so only a few
 hundred bytes per run travel back. A task that cannot even report yields a ``failed`` record
 built here, which is not stored, so the run is retried next time; the local pool first retries
@@ -35,8 +37,12 @@ class SerialBackend:
     """Runs every task in this process, one after the other (``--jobs 1``)."""
 
     def map(self, tasks: list[Task]) -> Iterator[dict[str, Any]]:
-        for task in tasks:
-            yield execute(*task)
+        return (record for _, record in self.imap(tasks))
+
+    def imap(self, tasks: list[Task]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(index of the task, record)`` for each task, in order."""
+        for index, task in enumerate(tasks):
+            yield index, execute(*task)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -63,20 +69,24 @@ class RayBackend:
         self.remote = ray.remote(num_cpus=1)(execute)
 
     def map(self, tasks: list[Task]) -> Iterator[dict[str, Any]]:
+        return (record for _, record in self.imap(tasks))
+
+    def imap(self, tasks: list[Task]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(index of the task, record)`` for each task, in completion order."""
         ray = self.ray
-        queue = list(reversed(tasks))
-        pending: dict[Any, Task] = {}
+        queue = list(reversed(list(enumerate(tasks))))
+        pending: dict[Any, tuple[int, Task]] = {}
         while queue or pending:
             while queue and len(pending) < self.window:
-                task = queue.pop()
-                pending[self.remote.remote(*task)] = task
+                index, task = queue.pop()
+                pending[self.remote.remote(*task)] = (index, task)
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                task = pending.pop(ref)
+                index, task = pending.pop(ref)
                 try:
-                    yield ray.get(ref)
+                    yield index, ray.get(ref)
                 except Exception as exc:
-                    yield lost(task, exc)
+                    yield index, lost(task, exc)
 
     def close(self) -> None:
         """Shut Ray down if this backend started it."""

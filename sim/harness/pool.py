@@ -13,11 +13,13 @@ here is not stored, so the run is retried by the next ``parrotsim run``.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import Any
 
 from parrotsim.sim.harness.store import execute
@@ -44,40 +46,48 @@ class PoolBackend:
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
+        _start_fork_server()
 
     def map(self, tasks: list[Task]) -> Iterator[dict[str, Any]]:
-        todo, suspects = deque(tasks), deque()
+        return (record for _, record in self.imap(tasks))
+
+    def imap(self, tasks: list[Task]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run ``tasks`` in their order; yield ``(index of the task, record)`` as each ends."""
+        todo: deque[tuple[int, Task]] = deque(enumerate(tasks))
+        suspects: deque[tuple[int, Task]] = deque()
         while todo or suspects:
             workers = min(self.jobs, len(todo) + len(suspects))
-            with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+            with ProcessPoolExecutor(workers, mp_context=_context(),
+                                     initializer=gc.freeze) as pool:
                 yield from self._drain(pool, todo, suspects)
 
-    def _drain(self, pool: ProcessPoolExecutor, todo: deque[Task],
-               suspects: deque[Task]) -> Iterator[dict[str, Any]]:
+    def _drain(self, pool: ProcessPoolExecutor, todo: deque[tuple[int, Task]],
+               suspects: deque[tuple[int, Task]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """Run suspects alone, then the rest in parallel, until done or the pool breaks (the
         runs then in flight join ``suspects``; a suspect that breaks it again fails)."""
-        flight: dict[Future, Task] = {}
+        flight: dict[Future, tuple[int, Task]] = {}
         try:
             while todo or suspects or flight:
                 alone = bool(suspects)
                 while len(flight) < (1 if alone else 2 * self.jobs) and (suspects or todo):
-                    task = (suspects if alone else todo).popleft()
-                    flight[pool.submit(execute, *task)] = task
+                    item = (suspects if alone else todo).popleft()
+                    flight[pool.submit(execute, *item[1])] = item
                 done, _ = wait(flight, return_when=FIRST_COMPLETED)
                 if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
                     done = set(wait(flight).done)  # a broken pool fails all it had at once
-                broken: list[tuple[Task, BaseException]] = []
+                broken: list[tuple[tuple[int, Task], BaseException]] = []
                 for future in done:
-                    task, exc = flight.pop(future), future.exception()
+                    (index, task), exc = flight.pop(future), future.exception()
                     if isinstance(exc, BrokenProcessPool):
-                        broken.append((task, exc))
+                        broken.append(((index, task), exc))
                     else:
-                        yield future.result() if exc is None else lost(task, exc)
+                        yield index, future.result() if exc is None else lost(task, exc)
                 if broken and alone:  # its second death: this run is the one that kills
-                    yield lost(*broken[0], "worker lost twice (its process died with this run, "
-                                           "also when the run was retried alone)")
+                    (index, task), exc = broken[0]
+                    yield index, lost(task, exc, "worker lost twice (its process died with "
+                                                 "this run, also when the run was retried alone)")
                 elif broken:
-                    suspects.extend(task for task, _ in broken)
+                    suspects.extend(item for item, _ in broken)
                 if broken:
                     return  # this pool is broken: go on with a fresh one
         finally:
@@ -86,6 +96,14 @@ class PoolBackend:
 
     def close(self) -> None:
         """Each pool closes when :meth:`map` is done with it."""
+
+
+def _start_fork_server() -> None:
+    """Start the fork server now, without waiting for it: it imports the simulator while this
+    process goes on (loading experiments), instead of when the first run is submitted."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        _context()
+        forkserver.ensure_running()
 
 
 def _context() -> Any:

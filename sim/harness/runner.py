@@ -1,38 +1,33 @@
-"""Run an experiment: skip cached runs, execute the rest on a backend, write the summary.
+"""Run experiments: skip cached runs, execute the rest on a backend, write each summary.
 
-``OUT/summary.csv`` and ``OUT/summary.parquet`` hold one row per expanded run (in expansion
-order): ``run_hash``, ``status`` (``ok`` or ``failed``), the labels (``variant``, one column per
-sweep axis named by its dotted path, ``seed``), the metrics of ``RunResult.summary``, ``error``
-(a failed run's whole exception message, its lines joined by `` | ``; the traceback is in
-``runs/<hash>/error.txt``) and every field of the run's config as a dotted column
-(``cluster.engines``, ``workload.rate``, ...). Labels and config values that are lists or
-mappings are JSON text. ``OUT/experiment.json`` names the experiment and its label and metric
-columns (``parrotsim show`` reads it).
+:func:`run_experiment` runs one experiment. :func:`run_sweeps` runs the runs of several
+experiments in one pool (the report's nine), so that no core waits between experiments: the
+experiments are started heaviest first, each one's runs longest first (by the calls its
+workload makes, :mod:`sim.harness.resources`), and each experiment's summary is written, and
+its ``on_done`` called, as soon as its last run ends, while the pool goes on with the others.
+The summary files are described in :mod:`sim.harness.summary`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import sys
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from filelock import FileLock
 
-from parrotsim import __version__
 from parrotsim.core.errors import UsageError
-from parrotsim.sim.harness.backends import default_jobs, make_backend
+from parrotsim.sim.harness.backends import Backend, default_jobs, make_backend
 from parrotsim.sim.harness.experiment import ExpandedRun, Experiment, expand, load_experiment
-from parrotsim.sim.harness.resources import check_memory, estimate
-from parrotsim.sim.harness.store import LOCKS, clean_stale, read_record, write_all_atomic
+from parrotsim.sim.harness.resources import RunSize, check_memory, estimate
+from parrotsim.sim.harness.store import clean_stale, read_record
+from parrotsim.sim.harness.summary import summary_frame, write_summary
 
-SUMMARY_CSV = "summary.csv"
-SUMMARY_PARQUET = "summary.parquet"
-META = "experiment.json"
 #: a generous wall-clock limit per run (s): far above any shipped run (the longest take
 #: seconds), it only stops a run that would never end
 DEFAULT_RUN_TIMEOUT = 6 * 3600.0
@@ -62,6 +57,81 @@ def plan(experiment: Experiment, out_dir: Path, force: bool = False
     return runs, cached
 
 
+@dataclass
+class Sweep:
+    """One experiment to run into ``out``: its runs, the records so far (the cached ones
+    first), the runs still to simulate with their sizes, and what happened to them."""
+
+    experiment: Experiment
+    out: Path
+    runs: list[ExpandedRun]
+    records: dict[str, dict[str, Any]]
+    todo: dict[str, ExpandedRun]
+    sizes: dict[str, RunSize]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def runs_dir(self) -> Path:
+        return (self.out / "runs").resolve()
+
+    @property
+    def weight(self) -> int:
+        """The calls its runs still to simulate make, a measure of their cost."""
+        return sum(size.calls for size in self.sizes.values())
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records[record["key"]] = record
+        self.counts["cached" if record.get("reused") else "ran"] += 1
+        self.counts["failed"] += record["status"] != "ok"
+
+    def finish(self) -> pd.DataFrame:
+        """Write the summary of the records so far; return its frame."""
+        frame = summary_frame(self.runs, self.records)
+        write_summary(self.out, self.experiment, frame)
+        frame.attrs.update(ran=self.counts["ran"], cached=self.counts["cached"])
+        return frame
+
+
+def prepare_sweep(experiment: Experiment | str | Path, out_dir: str | Path | None = None,
+                  force: bool = False) -> Sweep:
+    """The sweep of ``experiment`` into ``out_dir`` (default: :func:`default_out`): its runs,
+    the cached ones and the sizes of the others; nothing is written."""
+    exp = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
+    out = Path(out_dir) if out_dir is not None else default_out(exp)
+    runs, cached = plan(exp, out, force)
+    todo: dict[str, ExpandedRun] = {}
+    for run in runs:
+        if run.key not in cached:
+            todo.setdefault(run.key, run)
+    return Sweep(exp, out, runs, dict(cached), todo,
+                 {key: estimate(run.config) for key, run in todo.items()},
+                 {"ran": 0, "cached": len(cached), "failed": 0})
+
+
+def check_sweep_memory(sweeps: list[Sweep], workers: int, max_memory: float | None) -> None:
+    """Raise ``MemoryLimitError`` when the ``workers`` largest runs still to do, of all the
+    sweeps, would need more than ``max_memory`` bytes together (see
+    :func:`~parrotsim.sim.harness.resources.check_memory`); the message names the file of
+    the largest."""
+    sizes = [(sweep, _describe(run.labels), sweep.sizes[key])
+             for sweep in sweeps for key, run in sweep.todo.items()]
+    if sizes:
+        largest = max(sizes, key=lambda item: item[2].bytes)[0]
+        check_memory([(labels, size) for _, labels, size in sizes], workers,
+                     largest.experiment.source, max_memory)
+
+
+def _open(sweep: Sweep) -> None:
+    """Check that the sweep's folder can be written, make its runs folder, clear stale
+    staging folders (raises :class:`OutputError`)."""
+    check_writable(sweep.out)
+    try:
+        sweep.runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{sweep.runs_dir}: cannot create: {exc.strerror or exc}") from None
+    clean_stale(sweep.runs_dir)
+
+
 def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | None = None,
                    jobs: int | None = None, backend: str = "local", address: str | None = None,
                    force: bool = False, progress: bool = True,
@@ -83,65 +153,102 @@ def run_experiment(experiment: Experiment | str | Path, out_dir: str | Path | No
     disk fills up: the sweep stops, the runs stored so far are kept whole), all before writing
     anything or leaving the store consistent.
     """
-    exp = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
-    out = Path(out_dir) if out_dir is not None else default_out(exp)
-    runs, cached = plan(exp, out, force)
-    todo: dict[str, ExpandedRun] = {}
-    for run in runs:
-        if run.key not in cached:
-            todo.setdefault(run.key, run)
+    sweep = prepare_sweep(experiment, out_dir, force)
     workers = 1 if backend == "local" and jobs == 1 else (jobs or default_jobs())
-    check_memory([(_describe(run.labels), estimate(run.config)) for run in todo.values()],
-                 workers, exp.source, max_memory)
-    check_writable(out)
+    check_sweep_memory([sweep], workers, max_memory)
+    check_writable(sweep.out)
     executor = make_backend(backend, jobs, address)
-    runs_dir = (out / "runs").resolve()
     try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{runs_dir}: cannot create: {exc.strerror or exc}") from None
-    clean_stale(runs_dir)
-    records = dict(cached)
-    counts = {"ran": 0, "cached": len(cached), "failed": 0}
-    bar = _progress(len(todo) + len(cached), len(cached), progress, exp.name)
-    unwritable: dict[str, Any] | None = None
+        return run_sweeps([sweep], executor, progress, run_timeout, force)[0]
+    finally:
+        executor.close()
+
+
+def run_sweeps(sweeps: list[Sweep], executor: Backend, progress: bool = True,
+               run_timeout: float | None = DEFAULT_RUN_TIMEOUT, force: bool = False,
+               on_done: Callable[[int, pd.DataFrame], None] | None = None
+               ) -> list[pd.DataFrame]:
+    """Run the runs still to do of every sweep on ``executor`` (see module docstring); write
+    each sweep's summary and call ``on_done(index of the sweep, its frame)`` as soon as its
+    runs are all in. Returns the summary frames, in the order of ``sweeps``. A folder that
+    cannot be written raises :class:`OutputError` before any run starts; a full or read-only
+    disk stops every sweep (:class:`OutputError`; the summaries of the runs stored so far are
+    written)."""
+    for sweep in sweeps:
+        _open(sweep)
+    frames: dict[int, pd.DataFrame] = {}
+    pending = [len(s.todo) for s in sweeps]
+    total = sum(len(s.todo) + s.counts["cached"] for s in sweeps)
+    label = sweeps[0].experiment.name if len(sweeps) == 1 else f"{len(sweeps)} experiments"
+    bar = _progress(total, sum(s.counts["cached"] for s in sweeps), progress, label)
+    unwritable: tuple[int, dict[str, Any]] | None = None
+
+    def done(i: int) -> None:
+        try:
+            frames[i] = sweeps[i].finish()
+        except OSError as exc:
+            raise OutputError(f"{sweeps[i].out}: cannot write the summary: "
+                              f"{exc.strerror or exc}; the runs stored so far are kept") from None
+        if on_done is not None:
+            on_done(i, frames[i])
+
     try:
-        tasks = [(key, run.config.model_dump(mode="json"), str(runs_dir), exp.plugins,
-                  run_timeout, False, not force) for key, run in todo.items()]
+        for i in range(len(sweeps)):
+            if not pending[i]:
+                done(i)
+        tasks = [(i, (key, run.config.model_dump(mode="json"), str(sweeps[i].runs_dir),
+                      sweeps[i].experiment.plugins, run_timeout, False, not force))
+                 for i, key, run in _longest_first(sweeps)]
         for _ in range(2):  # first skip runs that another sweep holds, then wait for them
             busy = []
-            for record in executor.map(tasks):
+            for index, record in executor.imap([task for _, task in tasks]):
+                i = tasks[index][0]
                 if record["status"] == "busy":
-                    busy.append(record["key"])
+                    busy.append(tasks[index])
                     continue
                 if record.get("store_errno") in FULL_OR_READ_ONLY:
-                    unwritable = record
+                    unwritable = (i, record)
                     break
-                records[record["key"]] = record
-                counts["cached" if record.get("reused") else "ran"] += 1
-                counts["failed"] += record["status"] != "ok"
-                bar.set_postfix_str(f"ran {counts['ran']}, cached {counts['cached']}, "
-                                    f"failed {counts['failed']}", refresh=False)
+                sweeps[i].add(record)
+                counts = [sum(s.counts[k] for s in sweeps) for k in ("ran", "cached", "failed")]
+                bar.set_postfix_str("ran {}, cached {}, failed {}".format(*counts),
+                                    refresh=False)
                 bar.update(1)
+                pending[i] -= 1
+                if not pending[i]:
+                    done(i)
             if unwritable is not None or not busy:
                 break
-            tasks = [task[:5] + (True,) + task[6:] for task in tasks if task[0] in busy]
+            tasks = [(i, task[:5] + (True,) + task[6:]) for i, task in busy]
     finally:
         bar.close()
-        executor.close()
-        frame = summary_frame(runs, records)
-        try:
-            write_summary(out, exp, frame)
-        except OSError as exc:
-            if unwritable is None:
-                raise OutputError(f"{out}: cannot write the summary: {exc.strerror or exc}; "
-                                  "the runs stored so far are kept") from None
-        frame.attrs.update(ran=counts["ran"], cached=counts["cached"])  # not in the files
+        for i, sweep in enumerate(sweeps):
+            if i not in frames and sweep.runs_dir.is_dir():
+                _finish_anyway(sweep, unwritable is not None)
     if unwritable is not None:
-        raise OutputError(f"{runs_dir}: {unwritable['error']}; the sweep stopped with "
-                          f"{counts['ran']} runs stored (kept whole); make room or choose "
-                          "another --out, then run again")
-    return frame
+        sweep, record = sweeps[unwritable[0]], unwritable[1]
+        raise OutputError(f"{sweep.runs_dir}: {record['error']}; the sweep stopped with "
+                          f"{sweep.counts['ran']} runs stored (kept whole); make room or "
+                          "choose another --out, then run again")
+    return [frames[i] for i in range(len(sweeps))]
+
+
+def _finish_anyway(sweep: Sweep, disk_failed: bool) -> None:
+    """Write the summary of a sweep that was stopped (the runs stored so far)."""
+    try:
+        sweep.finish()
+    except OSError as exc:
+        if not disk_failed:
+            raise OutputError(f"{sweep.out}: cannot write the summary: {exc.strerror or exc}; "
+                              "the runs stored so far are kept") from None
+
+
+def _longest_first(sweeps: list[Sweep]) -> list[tuple[int, str, ExpandedRun]]:
+    """``(sweep index, key, run)`` of every run to do: the sweeps in order of their weight,
+    heaviest first, and each sweep's runs by their calls, most first (stable)."""
+    order = sorted(range(len(sweeps)), key=lambda i: -sweeps[i].weight)
+    return [(i, key, sweeps[i].todo[key]) for i in order
+            for key in sorted(sweeps[i].todo, key=lambda k: -sweeps[i].sizes[k].calls)]
 
 
 def _describe(labels: dict[str, Any]) -> str:
@@ -171,73 +278,3 @@ def _progress(total: int, initial: int, enabled: bool, label: str) -> Any:
                disable=None if enabled else True, dynamic_ncols=True)
     bar.set_postfix_str(f"ran 0, cached {initial}, failed 0")
     return bar
-
-
-def summary_frame(runs: list[ExpandedRun], records: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per run with a record (see module docstring for the columns)."""
-    rows, metric_names = [], []
-    for run in runs:
-        for name in records.get(run.key, {}).get("metrics", {}):
-            if name not in metric_names:
-                metric_names.append(name)
-    for run in runs:
-        record = records.get(run.key)
-        if record is None:
-            continue
-        row: dict[str, Any] = {"run_hash": run.key, "status": record["status"]}
-        row.update({k: _cell(v) for k, v in run.labels.items()})
-        row.update({m: record["metrics"].get(m, float("nan")) for m in metric_names})
-        row["error"] = _one_line(record.get("error", ""))
-        for k, v in flatten(run.config.model_dump(mode="json")).items():
-            row.setdefault(k, _cell(v))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as one level of dotted keys."""
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def _cell(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict, tuple)) else v
-
-
-def _one_line(text: str) -> str:
-    return " | ".join(ln.strip() for ln in text.strip().splitlines() if ln.strip())
-
-
-def write_summary(out: Path, exp: Experiment, frame: pd.DataFrame) -> None:
-    """Write ``summary.csv``, ``summary.parquet`` and ``experiment.json``: all three into
-    temporary files first, then each renamed over the old one (``os.replace``), under a lock
-    of the folder so that two sweeps finishing at once do not interleave their files; a
-    write that fails (a full disk) leaves the previous summary as it was."""
-    cols = list(frame.columns)
-    head = cols[:cols.index("error")] if "error" in cols else []
-    metrics = [c for c in head if c not in ("run_hash", "status", *exp.label_names)]
-    meta = {"name": exp.name, "description": exp.spec.description, "source": exp.source,
-            "labels": exp.label_names, "axes": list(exp.spec.sweep), "version": __version__,
-            "runs": len(frame), "metrics": metrics}
-    (out / LOCKS).mkdir(parents=True, exist_ok=True)
-    with FileLock(out / LOCKS / "summary.lock"):
-        write_all_atomic({out / SUMMARY_CSV: frame.to_csv(index=False),
-                          out / SUMMARY_PARQUET: _parquet_safe(frame).to_parquet(index=False),
-                          out / META: json.dumps(meta, indent=1)})
-
-
-def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Object columns mixing types (a label that is a number in one run, text in another)
-    become JSON text, which Parquet can store."""
-    frame = frame.copy()
-    for col in frame.columns:
-        if frame[col].dtype == object:
-            kinds = {type(v) for v in frame[col] if v is not None and v == v}
-            if len(kinds) > 1 or (kinds and not kinds <= {str}):
-                frame[col] = [None if v is None else json.dumps(v) for v in frame[col]]
-    return frame
