@@ -107,50 +107,92 @@ def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> p
 
 
 def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) -> dict[str, float]:
-    """The run's headline metrics (see module docstring for units)."""
-    every_fg = apps.loc[~apps["background"].astype(bool)]
-    fg = every_fg.loc[every_fg["end"].notna()]
-    done = calls.loc[calls["returned"].astype(float) >= 0, SUMMARY_INPUTS]  # no copy of the rest
-    latency = done["returned"] - done["sent"]
-    multi = done[done["output_len"] > 1]
-    tpot = (multi["finished"] - multi["first_token"]) / (multi["output_len"] - 1)
-    chat = multi[multi["app_kind"] == "chat"]
-    chat_tpot = (chat["finished"] - chat["first_token"]) / (chat["output_len"] - 1)
-    chat_all = done[done["app_kind"] == "chat"]
-    makespan = float(apps["end"].max() - apps["arrival"].min()) if len(apps) else 0.0
-    by_kind = {f"mean_jct_{kind}": _mean(group["latency"])
-               for kind, group in every_fg.groupby("kind", sort=True)}
+    """The run's headline metrics (see module docstring for units).
+
+    Computed on the tables' numpy columns: a mean is pandas' (``Series.mean``: the NaN-free
+    values summed by numpy, divided by their count), a maximum skips NaN as pandas' does, so
+    the numbers are those of the same formulas on the pandas columns, bit for bit, at a
+    fraction of the cost per run (a run of 60 calls spent 4.5 ms here, a fifth of its time)."""
+    background = apps["background"].to_numpy().astype(bool)
+    ends, arrivals = _floats(apps["end"]), _floats(apps["arrival"])
+    app_latency, kinds = _floats(apps["latency"])[~background], apps["kind"].to_numpy()[~background]
+    fg_latency = app_latency[~np.isnan(ends[~background])]
+    done = _floats(calls["returned"]) >= 0
+    col = {name: calls[name].to_numpy()[done] for name in SUMMARY_INPUTS}
+    output_len = col["output_len"]
+    with np.errstate(all="ignore"):
+        latency = col["returned"] - col["sent"]
+        multi = output_len > 1
+        tpot = ((col["finished"][multi] - col["first_token"][multi])
+                / (output_len[multi] - 1))
+        chat_tpot = tpot[col["app_kind"][multi] == "chat"]
+        chat = col["app_kind"] == "chat"
+        chat_normalized = latency[chat] / output_len[chat]
+        normalized = latency / output_len
+        peak_fraction = (_floats(engines["peak_kv_blocks"]) / _floats(engines["kv_blocks"])
+                         if len(engines) else None)
+    makespan = float(_max(ends) - _min(arrivals)) if len(apps) else 0.0
+    by_kind = {f"mean_jct_{kind}": _mean(app_latency[kinds == kind])
+               for kind in sorted(set(kinds.tolist()))}
     return {
-        "apps": float(len(every_fg)),
-        "calls": float(len(done)),
-        "mean_jct": _mean(fg["latency"]),
-        "p50_jct": _q(fg["latency"], 0.5),
-        "p90_jct": _q(fg["latency"], 0.9),
-        "p99_jct": _q(fg["latency"], 0.99),
+        "apps": float(len(app_latency)),
+        "calls": float(len(output_len)),
+        "mean_jct": _mean(fg_latency),
+        "p50_jct": _q(fg_latency, 0.5),
+        "p90_jct": _q(fg_latency, 0.9),
+        "p99_jct": _q(fg_latency, 0.99),
         "mean_request_latency": _mean(latency),
-        "normalized_latency": _mean(latency / done["output_len"]) * 1e3,
+        "normalized_latency": _mean(normalized) * 1e3,
         "latency_per_output_token": _mean(tpot) * 1e3,
         "chat_decode_time": _mean(chat_tpot) * 1e3,
-        "chat_normalized_latency": _mean((chat_all["returned"] - chat_all["sent"])
-                                         / chat_all["output_len"]) * 1e3,
-        "mean_engine_latency": _mean(done["finished"] - done["engine_arrived"]),
-        "mean_ttft": _mean(done["first_token"] - done["engine_arrived"]),
-        "throughput": float(done["output_len"].sum()) / makespan if makespan > 0 else 0.0,
+        "chat_normalized_latency": _mean(chat_normalized) * 1e3,
+        "mean_engine_latency": _mean(col["finished"] - col["engine_arrived"]),
+        "mean_ttft": _mean(col["first_token"] - col["engine_arrived"]),
+        "throughput": float(output_len.sum()) / makespan if makespan > 0 else 0.0,
         "makespan": makespan,
-        "peak_kv_memory": float(engines["peak_kv_gb"].max()) if len(engines) else 0.0,
-        "peak_kv_fraction": float((engines["peak_kv_blocks"] / engines["kv_blocks"]).max())
-        if len(engines) else 0.0,
-        "preemptions": float(done["preemptions"].sum()),
-        "mean_batch": _mean(engines["mean_batch"]),
-        "extrapolated": float(engines["extrapolated"].sum()),
-        "memory_stalls": float(engines["memory_stalls"].sum()),
+        "peak_kv_memory": float(_max(_floats(engines["peak_kv_gb"]))) if len(engines) else 0.0,
+        "peak_kv_fraction": float(_max(peak_fraction)) if len(engines) else 0.0,
+        "preemptions": float(col["preemptions"].sum()),
+        "mean_batch": _mean(_floats(engines["mean_batch"])),
+        "extrapolated": float(_sum(engines["extrapolated"].to_numpy())),
+        "memory_stalls": float(_sum(engines["memory_stalls"].to_numpy())),
         **by_kind,
     }
 
 
-def _mean(s: pd.Series) -> float:
-    return float(s.mean()) if len(s) else float("nan")
+def _floats(column: pd.Series) -> np.ndarray:
+    return column.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _q(s: pd.Series, q: float) -> float:
-    return float(np.quantile(s.to_numpy(), q)) if len(s) else float("nan")
+def _mean(values: np.ndarray) -> float:
+    """pandas' ``Series.mean``: NaN skipped, the rest summed by numpy in float64 (NaN if none)."""
+    if not len(values):
+        return float("nan")
+    values = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(values)
+    count = len(values) - int(nan.sum())
+    if count < len(values):
+        values = np.where(nan, 0.0, values)
+    return float(values.sum(dtype=np.float64) / np.float64(count)) if count > 0 else float("nan")
+
+
+def _sum(values: np.ndarray) -> float:
+    """pandas' ``Series.sum`` of a numeric or boolean column (NaN skipped)."""
+    if values.dtype.kind == "f":
+        values = np.where(np.isnan(values), 0.0, values)
+    return values.sum()
+
+
+def _max(values: np.ndarray) -> float:
+    """The largest non-NaN value (NaN if none), as ``Series.max``."""
+    values = values[~np.isnan(values)]
+    return values.max() if len(values) else np.nan
+
+
+def _min(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return values.min() if len(values) else np.nan
+
+
+def _q(values: np.ndarray, q: float) -> float:
+    return float(np.quantile(values, q)) if len(values) else float("nan")
