@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -50,8 +51,9 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     """Regenerate ``figures`` (default: all) into ``out``; returns the claims table.
 
     The runs of every experiment go to one pool (:func:`~parrotsim.sim.harness.runner.run_sweeps`:
-    heaviest experiment first, longest runs first); a figure is drawn as soon as the
-    experiments of its panels are done, while the pool runs the others."""
+    heaviest experiment first, longest runs first); a figure is drawn, in a thread of this
+    process, as soon as the experiments of its panels are done, while the pool runs the
+    others."""
     wanted = figures or FIGURES
     unknown = sorted(set(wanted) - set(FIGURES))
     if unknown:
@@ -71,7 +73,13 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
             sweeps.append(prepare_sweep(exp, out / "results" / exp.name))
         check_sweep_memory(sweeps, 1 if jobs == 1 else (jobs or default_jobs()), None)
         figures_of = _FigureDrawer(wanted, panels, names, sweeps, out)
-        run_sweeps(sweeps, executor, progress, on_done=figures_of.experiment_done)
+        # derive and draw in a thread: the loop handing runs to the pool never waits on a plot
+        with ThreadPoolExecutor(1) as drawer:
+            drawn = []
+            run_sweeps(sweeps, executor, progress, on_done=lambda i, frame: drawn.append(
+                drawer.submit(figures_of.experiment_done, i, frame)))
+            for future in drawn:
+                future.result()
     finally:
         executor.close()
     tidy = pd.DataFrame([row for i in range(len(panels)) for row in figures_of.rows[i]],
