@@ -27,10 +27,15 @@ def test_host_terms_are_medians_of_the_log():
     assert rt.scale == rt.prefill_scale == 1.0
 
 
-def test_fitted_profile_keeps_the_gpu_curves(tmp_path):
+def _real_run(tmp_path):
+    """A replay output folder under ``tmp_path / "real"`` holding one run with :func:`log`."""
     run = tmp_path / "real" / "runs" / "r1"
     run.mkdir(parents=True)
     log().to_parquet(run / "iterations.parquet")
+
+
+def test_fitted_profile_keeps_the_gpu_curves(tmp_path):
+    _real_run(tmp_path)
     out = tmp_path / "h200_llama-7b-replay.yaml"
     assert runtime_fit.main([str(tmp_path / "real"), "--out", str(out)]) == 0
     fitted, base = load_profile(str(out)), load_profile("h200_llama-7b")
@@ -57,9 +62,7 @@ def test_a_log_without_prompt_iterations_is_refused():
 
 
 def test_one_runtime_is_fitted_and_the_others_kept(tmp_path):
-    run = tmp_path / "real" / "runs" / "r1"
-    run.mkdir(parents=True)
-    log().to_parquet(run / "iterations.parquet")
+    _real_run(tmp_path)
     out = tmp_path / "parrot-fit.yaml"
     assert runtime_fit.main([str(tmp_path / "real"), "--profile", "h200_llama-7b-replay",
                              "--runtime", "parrot", "--out", str(out)]) == 0
@@ -70,9 +73,7 @@ def test_one_runtime_is_fitted_and_the_others_kept(tmp_path):
 
 
 def test_launch_terms_of_the_base_profile_are_kept(tmp_path):
-    run = tmp_path / "real" / "runs" / "r1"
-    run.mkdir(parents=True)
-    log().to_parquet(run / "iterations.parquet")
+    _real_run(tmp_path)
     out = tmp_path / "lease.yaml"
     assert runtime_fit.main([str(tmp_path / "real"), "--profile", "h200_llama-7b-replay",
                              "--out", str(out)]) == 0
