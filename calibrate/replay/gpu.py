@@ -161,7 +161,7 @@ class GpuForward:
             at += rows
         plain = decodes[at:]
         graph = None
-        if not prefills and self.buckets:
+        if not prefills and self.buckets and len(decodes) <= GROUP_BUCKETS[-1]:
             rows = [GROUP_BUCKETS[bisect.bisect_left(GROUP_BUCKETS, len(c))] for _, c in groups]
             extra = PLAIN_BUCKETS[bisect.bisect_left(PLAIN_BUCKETS, len(plain))]
             key = (tuple(zip([p for p, _ in groups], rows, strict=True)), extra)

@@ -162,10 +162,10 @@ class RealEngine(Engine):
                 members.setdefault(s.prefix_ctx, []).append(i)
         ordered: list[Chunk] = []
         layout = []
-        for rows in members.values():
+        for prefix, rows in members.items():
             if len(rows) < 2:
                 continue
-            pages = len(self.pages.table(batch.decodes[rows[0]].ctx.parent))
+            pages = len(self.pages.table(prefix))  # its pages lead each member's table
             layout.append((pages, len(rows)))
             ordered += [decodes[i] for i in rows]
         if len(layout) != len(groups):
