@@ -146,6 +146,9 @@ class ParrotScheduler(ClusterPolicy):
             if cfg.app_fifo:
                 self._dispatched_now(order, out)
             return
+        if len(queue) == 1:  # most consults (one arrival): the call is its own unit
+            self._place(queue, loads, out)
+            return
         if cfg.app_fifo:
             order = sorted(queue, key=lambda c: (c.app_seq, c.depth))
         else:
@@ -230,20 +233,20 @@ class ParrotScheduler(ClusterPolicy):
 
     def _fit(self, loads: ClusterLoads, i: int, unit: list[CallInfo]) -> int:
         """How many leading calls of ``unit`` engine ``i`` admits together."""
+        if not self.cfg.dag_aware:
+            return loads.admits(i, unit)
         num, cap = loads.requests(i), loads.capacity(i)
         tokens, tokens_cap = loads.reserved(i), loads.token_capacity(i)
-        dag_aware = self.cfg.dag_aware
-        bound = loads.bound(i) if dag_aware else 0
+        bound = loads.bound(i)
         m = 0
         for c in unit:
             n = num + m + 1
             tokens += c.tokens
             if n > cap or tokens > tokens_cap:
                 break
-            if dag_aware:
-                bound = min(bound, self.call_bound(c))
-                if n > bound:
-                    break
+            bound = min(bound, self.call_bound(c))
+            if n > bound:
+                break
             m += 1
         return m
 
@@ -251,30 +254,22 @@ class ParrotScheduler(ClusterPolicy):
         """(engine, calls it takes) among the engines holding the context of ``unit``'s first
         call (prefix affinity, without ``dag_aware``), or None if none takes any: the deepest
         prefix, then the longest leading part, then the first engine (paper mode); the first
-        engine holding the shared prefix (artifact mode)."""
-        call = unit[0]
+        engine holding the shared prefix (artifact mode). An engine whose key could not beat
+        the best so far even taking the whole unit is not fitted."""
         artifact = self.cfg.mode == "artifact"
-        if artifact:
-            keys = [call.shared_prefix] if call.shared_prefix is not None else []
-        else:
-            keys = [*call.prefix_keys]
-            if call.shared_prefix is not None:
-                keys.append(call.shared_prefix)
-        if not keys:
-            return None
-        best: tuple[int, int, int] | None = None
-        for i in loads.holders(keys):
-            depth = (1 if loads.holds(i, call.shared_prefix) else 0) if artifact else \
-                self._held_depth(loads, i, call)
-            if depth == 0:
+        reach = 0 if artifact else -len(unit)  # the best second key term an engine can get
+        best: tuple[int, int, int] | None = None  # the best key so far
+        best_m = 0  # the calls its engine takes
+        for i, depth in loads.holder_depths(unit[0], artifact).items():
+            if best is not None and (-depth, reach, i) > best:
                 continue
-            m = self._fit(loads, i, unit)
+            m = loads.admits(i, unit)
             if m == 0:
                 continue
-            key = (0, 0, i) if artifact else (-depth, -m, i)
+            key = (-depth, 0 if artifact else -m, i)
             if best is None or key < best:
-                best = key
-        return None if best is None else (best[2], self._fit(loads, best[2], unit))
+                best, best_m = key, m
+        return None if best is None else (best[2], best_m)
 
     def _most_free(self, unit: list[CallInfo], loads: ClusterLoads, top: int,
                    free: int) -> tuple[int, int] | None:
@@ -327,18 +322,7 @@ class ParrotScheduler(ClusterPolicy):
             tier = 0 if within else 1
         elif "throughput" in objs:
             tier = 0 if loads.latency_calls(i) == 0 else 1
-        depth = self._held_depth(loads, i, part[0]) if cfg.ctx_aware else 0
+        depth = loads.held_depth(i, part[0]) if cfg.ctx_aware else 0
         if depth > 0:
             return (tier, -depth, -m, 0, i)
         return (tier, 0, -m, slots, loads.token_capacity(i) - tokens, i)
-
-    @staticmethod
-    def _held_depth(loads: ClusterLoads, i: int, call: CallInfo) -> int:
-        """Tokens of the longest prefix of ``call`` whose context engine ``i`` holds."""
-        best = 0
-        for key, n in zip(call.prefix_keys, call.prefix_lens, strict=False):
-            if loads.holds(i, key):
-                best = max(best, n)
-        if best == 0 and loads.holds(i, call.shared_prefix):
-            best = 1
-        return best

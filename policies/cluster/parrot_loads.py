@@ -109,20 +109,66 @@ class ClusterLoads:
         placed = self.placed.get(i)
         return placed is not None and key in placed
 
+    def held_depth(self, i: int, call: CallInfo) -> int:
+        """Tokens of the longest prefix of ``call`` whose context engine ``i`` holds or is
+        about to hold; 1 if it holds only the call's shared prefix, 0 if neither."""
+        held = self.engines[i].prefixes
+        placed = self.placed.get(i)
+        best = 0
+        for key, n in zip(call.prefix_keys, call.prefix_lens, strict=False):
+            if n > best and (key in held or placed is not None and key in placed):
+                best = n
+        if best == 0:
+            key = call.shared_prefix
+            if key in held or placed is not None and key in placed:
+                best = 1
+        return best
+
+    def admits(self, i: int, unit: list[CallInfo]) -> int:
+        """How many leading calls of ``unit`` engine ``i`` admits together within its request
+        and token capacities."""
+        e = self.engines[i]
+        room = (min(e.max_requests, self.max_requests) - e.num_requests
+                - self.calls.get(i, 0))
+        tokens_room = (min(e.tokens_capacity, self.tokens_capacity) - e.reserved_tokens
+                       - self.tokens.get(i, 0))
+        m = 0
+        for c in unit:
+            tokens_room -= c.tokens
+            if m >= room or tokens_room < 0:
+                break
+            m += 1
+        return m
+
     # ---- indexes -------------------------------------------------------------------------
-    def holders(self, keys: list[str]) -> set[int] | range:
-        """Engines that may hold one of ``keys`` (every engine without an index)."""
+    def holder_depths(self, call: CallInfo, shared_only: bool = False) -> dict[int, int]:
+        """The engines holding (or about to hold) a prefix context of ``call``, each with its
+        :meth:`held_depth`, the holders of its last prefix keys first (with ``shared_only``: the engines holding
+        the call's shared prefix, each at depth 1). Found through the prefix index, by looking
+        at every engine without one."""
+        shared = call.shared_prefix
         if self.index is None:
-            return range(len(self.engines))
-        out: set[int] = set()
-        for key in keys:
-            found = self.index.get(key)
-            if found:
-                out.update(found)
-            found = self.placed_on.get(key)
-            if found:
-                out.update(found)
-        return out
+            if shared_only:
+                return {} if shared is None else \
+                    {i: 1 for i in range(len(self.engines)) if self.holds(i, shared)}
+            out = {i: self.held_depth(i, call) for i in range(len(self.engines))}
+            return {i: d for i, d in out.items() if d > 0}
+        sources = (self.index, self.placed_on)
+        depths: dict[int, int] = {}
+        if not shared_only:
+            for key, n in reversed(list(zip(call.prefix_keys, call.prefix_lens, strict=False))):
+                if n <= 0:
+                    continue
+                for source in sources:
+                    for i in source.get(key, ()):
+                        if depths.get(i, 0) < n:
+                            depths[i] = n
+        if shared is not None:
+            for source in sources:
+                for i in source.get(shared, ()):
+                    if i not in depths:
+                        depths[i] = 1
+        return depths
 
     def most_free(self) -> tuple[int, int] | None:
         """(engine, free slots) of the engine with the most free request slots, the first such

@@ -277,6 +277,25 @@ def test_engines_are_found_by_prefix_key():
     assert es[0].prefixes.index == {}
 
 
+def test_among_holders_of_one_depth_the_engine_taking_most_sharers_wins():
+    """Engines 0-2 hold the sharers' prefix to the same depth (engine 3 deeper, but full):
+    engine 0 has room for one call, engine 1 for two, engine 2 for all three, so engine 2
+    takes the whole unit even though engines 0 and 1 come first; with room for two on both
+    engines 1 and 2, the first of them takes two and the third sharer goes on alone."""
+    def cluster(room: list[int]) -> list[EngineLoad]:
+        es = engines(4, max_requests=8)
+        for e, free in zip(es, room, strict=True):
+            e.prefixes.update(["sys", "sys+doc"] if e.engine_id == 3 else ["sys"])
+            e.num_requests = 8 - free
+        return es
+    keys = {"shared_prefix": "sys", "prefix_keys": ("sys", "sys+doc"), "prefix_lens": (40, 80)}
+    sharers = [ci(app=f"u{i}", seq=i, **keys) for i in range(3)]
+    assert placed(sched(ctx_aware=True).dispatch(sharers, cluster([1, 2, 3, 0]), 0.0)) == {
+        c.uid: 2 for c in sharers}
+    out = sched(ctx_aware=True).dispatch(sharers, cluster([1, 2, 2, 0]), 0.0)
+    assert [e for _, e in out] == [1, 1, 0]
+
+
 def test_held_prefixes_keep_the_index_current_through_every_set_operation():
     index: dict[str, set[int]] = {}
     a, b = HeldPrefixes({"x"}), HeldPrefixes()

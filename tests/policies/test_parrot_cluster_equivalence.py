@@ -3,7 +3,9 @@ key and by a heap of free slots) decides exactly as the rank-every-engine origin
 (``parrot_cluster_reference``) over random runs of a small cluster: same placements after every
 dispatch, with calls arriving, finishing and being rejected, prefix contexts appearing and
 expiring, in both modes and with every switch, tight request and token capacities, objectives,
-hints, task groups and shared prefixes."""
+hints, task groups and shared prefixes; and, with prefix affinity on and engines keeping the
+prefix contexts of the calls dispatched to them (as the Parrot mechanics do), the search among
+the engines holding a call's prefix."""
 
 import random
 
@@ -55,8 +57,10 @@ class MiniManager:
     """The manager's load accounting (``Manager._dispatch_once``/``_release``) around a policy,
     with the cluster's events drawn from a random stream of its own."""
 
-    def __init__(self, policy, engines: int, limits: list[tuple[int, int]], tracked: bool):
+    def __init__(self, policy, engines: int, limits: list[tuple[int, int]], tracked: bool,
+                 keeps_prefixes: bool = False):
         self.policy = policy
+        self.keeps_prefixes = keeps_prefixes  # a dispatched call's prefixes stay on its engine
         self.loads = [EngineLoad(i, max_requests=r, tokens_capacity=t)
                       for i, (r, t) in enumerate(limits)]
         if not tracked:
@@ -79,6 +83,8 @@ class MiniManager:
             if bound is not None:
                 load.bounds.append(bound)
                 load.requests_bound = min(load.requests_bound, bound)
+            if self.keeps_prefixes:
+                load.prefixes.update(c.prefix_keys)
             if c.uid in reject:
                 self.release(c, i)
             else:
@@ -98,15 +104,21 @@ class MiniManager:
         self.policy.on_finish(c, i)
 
 
-def trace(seed: int, reference: bool, tracked: bool) -> list:
+def trace(seed: int, reference: bool, tracked: bool, affinity: bool = False) -> list:
+    """The decisions of one random run; ``affinity``: prefix affinity without ``dag_aware``,
+    engines keeping the prefixes of the calls dispatched to them."""
     rr = random.Random(seed)
     cfg = config(rr)
+    if affinity:
+        room = random.Random(seed + 2).randint(4, 16)  # engines that take several calls
+        cfg = cfg.model_copy(update={"ctx_aware": True, "dag_aware": False,
+                                     "max_requests_per_engine": room})
     n = rr.randint(1, 7)
     limits = [(rr.choice([1 << 30, rr.randint(1, 8)]), rr.choice([1 << 60, rr.randint(400, 3000)]))
               for _ in range(n)]
     arrivals = calls(rr, rr.randint(1, 25))
     policy = ReferenceParrotScheduler(cfg) if reference else cfg.make(n)
-    m = MiniManager(policy, n, limits, tracked)
+    m = MiniManager(policy, n, limits, tracked, keeps_prefixes=affinity)
     events = random.Random(seed + 1)  # the same events for both policies
     out, step = [], 0
     while (arrivals or m.queue or m.running) and step < 400:
@@ -138,4 +150,14 @@ def test_same_decisions_as_the_reference(tracked: bool):
         expected = trace(seed, True, tracked)
         placed += sum(len(d[-1]) for d in expected)
         assert trace(seed, False, tracked) == expected, seed
+    assert placed > 3000
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_same_engines_found_by_prefix_as_the_reference(tracked: bool):
+    placed = 0
+    for seed in range(600):
+        expected = trace(seed, True, tracked, affinity=True)
+        placed += sum(len(d[-1]) for d in expected)
+        assert trace(seed, False, tracked, affinity=True) == expected, seed
     assert placed > 3000
