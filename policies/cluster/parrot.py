@@ -140,14 +140,15 @@ class ParrotScheduler(ClusterPolicy):
         cfg = self.cfg
         if cfg.mode == "artifact":
             order = self._artifact_order(queue, now) if cfg.app_fifo else queue
+            counted = len(order) > 1
             for call in order:
-                if not self._place([call], loads, out):
+                if not self._place([call], loads, out, counted):
                     break
             if cfg.app_fifo:
                 self._dispatched_now(order, out)
             return
         if len(queue) == 1:  # most consults (one arrival): the call is its own unit
-            self._place(queue, loads, out)
+            self._place(queue, loads, out, counted=False)
             return
         if cfg.app_fifo:
             order = sorted(queue, key=lambda c: (c.app_seq, c.depth))
@@ -207,9 +208,11 @@ class ParrotScheduler(ClusterPolicy):
 
     # ---- FindEngine ----------------------------------------------------------------------
     def _place(self, unit: list[CallInfo], loads: ClusterLoads,
-               out: list[tuple[CallInfo, int]]) -> bool:
+               out: list[tuple[CallInfo, int]], counted: bool = True) -> bool:
         """Place ``unit`` on one engine, or split it over several if none takes it whole;
-        False once no engine has a free request slot left (nothing more can be placed)."""
+        False once no engine has a free request slot left (nothing more can be placed).
+        ``counted``: the placements count in ``loads`` for the decisions after them (False
+        when ``unit`` is a single call and the dispatch's last decision)."""
         cfg = self.cfg
         while unit:
             if cfg.dag_aware:
@@ -225,8 +228,9 @@ class ParrotScheduler(ClusterPolicy):
                 return True
             index, m = found
             for c in unit[:m]:
-                loads.take(index, c, self.call_bound(c) if cfg.dag_aware else None,
-                           self.objective(c) == "latency")
+                if counted:
+                    loads.take(index, c, self.call_bound(c) if cfg.dag_aware else None,
+                               self.objective(c) == "latency")
                 out.append((c, index))
             unit = unit[m:]
         return True
