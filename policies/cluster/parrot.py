@@ -98,22 +98,28 @@ class ParrotScheduler(ClusterPolicy):
         self._pulled: list[int] = []
         self._dispatched: dict[str, int] = {}
         self._loads: ClusterLoads | None = None  # the loads of the last dispatch's engines
+        # per-call facts depend on the config, fixed once the scheduler is made
+        self._deduces = cfg.deduction and cfg.mode != "artifact"
+        self._bounds: dict[tuple[str | None, int | None], int] = {}  # (objective, hint) -> bound
 
     # ---- per-call facts ------------------------------------------------------------------
     def objective(self, call: CallInfo) -> str | None:
         """The call's objective as the scheduler uses it (None without deduction or in artifact
         mode, whose runs had no deduction: bounds come from hints only)."""
-        if not self.cfg.deduction or self.cfg.mode == "artifact":
-            return None
-        return call.objective
+        return call.objective if self._deduces else None
 
     def call_bound(self, call: CallInfo) -> int:
         """Most requests an engine may hold for ``call`` to run there (lowered objective or
         explicit hint); the manager keeps ``EngineLoad.requests_bound`` as the minimum of these
-        over an engine's calls."""
-        cfg = self.cfg
-        return lower(self.objective(call), call.max_requests, cfg.latency_max_requests,
-                     cfg.latency_max_tokens)[0]
+        over an engine's calls. Remembered per (objective, hint)."""
+        key = (call.objective, call.max_requests)
+        bound = self._bounds.get(key)
+        if bound is None:
+            cfg = self.cfg
+            bound = self._bounds[key] = lower(self.objective(call), call.max_requests,
+                                              cfg.latency_max_requests,
+                                              cfg.latency_max_tokens)[0]
+        return bound
 
     # ---- dispatch ------------------------------------------------------------------------
     def dispatch(self, queue: list[CallInfo], engines: list[EngineLoad],
