@@ -143,9 +143,9 @@ class ClusterLoads:
     # ---- indexes -------------------------------------------------------------------------
     def holder_depths(self, call: CallInfo, shared_only: bool = False) -> dict[int, int]:
         """The engines holding (or about to hold) a prefix context of ``call``, each with its
-        :meth:`held_depth`, the holders of its last prefix keys first (with ``shared_only``: the engines holding
-        the call's shared prefix, each at depth 1). Found through the prefix index, by looking
-        at every engine without one."""
+        :meth:`held_depth` (with ``shared_only``: the engines holding the call's shared prefix,
+        each at depth 1). Found through the prefix index, the holders of the call's last
+        prefix keys first; without an index every engine is looked at, in order."""
         shared = call.shared_prefix
         if self.index is None:
             if shared_only:
