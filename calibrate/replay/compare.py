@@ -1,7 +1,7 @@
 """Compare replayed runs with the simulator (no GPU).
 
     python -m parrotsim.calibrate.replay.compare REAL_DIR [--profile P] [--out DIR]
-        [--bounds REAL_DIR/bounds.yaml]
+        [--bounds REAL_DIR/bounds.yaml] [--host-from OTHER_REAL_DIR ...]
 
 For each ``REAL_DIR/runs/<name>`` (written by ``python -m parrotsim.calibrate.replay``) the
 run's stored config is simulated (``--profile`` replaces its cost profile; fast-forward on)
@@ -29,7 +29,10 @@ and the two are compared:
 Writes ``compare.csv`` (one row per run) and ``compare_latency.png`` (simulated vs real
 per-request E2E latency) into ``--out`` (default ``REAL_DIR``), prints a table and, per run,
 which of issue 14's targets are met (:mod:`.targets`). With ``--bounds`` it exits 1 when a run
-breaks a bound of that file (the CI gate on the committed replays).
+breaks a bound of that file (the CI gate on the committed replays). The host is a property
+of the machine a replay ran on (its host time per iteration drifts 20-40 % between leases), so
+``--host-from`` scores a replay with host terms measured on replays of another workload from
+the same lease (:func:`.runtime_fit.fitted_profile`, written to ``OUT/host_profile.yaml``).
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.calibrate.replay.compare_view import format_table, plot
+from parrotsim.calibrate.replay.runtime_fit import fitted_profile
 from parrotsim.calibrate.replay.skew import model_for
 from parrotsim.calibrate.replay.targets import ISSUE_TARGETS, broken, load_bounds
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import simulate
-from parrotsim.sim.model.profile import Runtime, load_profile
+from parrotsim.sim.model.profile import Runtime, dump_profile, load_profile
 
 KEY = ["prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens"]
 
@@ -218,16 +222,28 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: REAL_DIR)")
     ap.add_argument("--bounds", type=Path, help="a bounds file (calibrate/replay/targets.py): "
                     "exit 1 when a run breaks one; its profile is used unless --profile")
+    ap.add_argument("--host-from", type=Path, nargs="+", metavar="DIR",
+                    help="replays of another workload on the same lease: the profile's host "
+                    "terms are measured on them (runtime_fit) and written to "
+                    "OUT/host_profile.yaml, which the simulation then uses")
     args = ap.parse_args(argv)
     profile, bounds = (None, {}) if args.bounds is None else load_bounds(args.bounds)
     profile = args.profile or profile
     runs = replayed_runs(args.real_dir)
+    out = args.out or args.real_dir
+    if args.host_from:
+        base = profile or json.loads((runs[0] / "meta.json").read_text())["config"][
+            "cluster"]["profile"]
+        fitted, _, _ = fitted_profile(args.host_from, load_profile(base), "host_profile")
+        out.mkdir(parents=True, exist_ok=True)
+        dump_profile(fitted, out / "host_profile.yaml")
+        profile = str(out / "host_profile.yaml")
+        print(f"host terms measured on {', '.join(map(str, args.host_from))}: {profile}")
     rows, lats = [], []
     for run in runs:
         row, lat = compare_run(run, profile)
         rows.append(row)
         lats.append(lat)
-    out = args.out or args.real_dir
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "compare.csv", index=False)
     plot(pd.concat(lats), out / "compare_latency.png")

@@ -77,6 +77,29 @@ def run_dirs(paths: list[Path]) -> list[Path]:
     return out
 
 
+def fitted_profile(real_dirs: list[Path], base: Profile, name: str,
+                   runtimes: list[str] | None = None) -> tuple[Profile, Runtime, int]:
+    """``base`` with the host terms measured on every run under ``real_dirs`` written into
+    ``runtimes`` (default: vllm and parrot; given: those only, the base's others kept), the
+    base's launch terms kept; with the measured terms and the iterations they pool."""
+    runs = run_dirs(real_dirs)
+    pooled = pd.concat([pd.read_parquet(d / "iterations.parquet") for d in runs])
+    rt = host_terms(pooled)
+    names = runtimes or ["vllm", "parrot"]
+    which = "" if not runtimes else f" ({', '.join(names)} runtime)"
+    sources = [f"{d.parent.parent.name}/{d.name}" for d in runs]
+    prof = base.model_copy(update={
+        "name": name,
+        "runtimes": {**(base.runtimes if runtimes else {}),
+                     **{n: kept_launch_terms(rt, base, n) for n in names}},
+        "description": (f"{base.name} with the host costs of parrotsim's replay loop "
+                        f"(calibrate/replay) measured on the same GPU{which}: "
+                        + ", ".join(sources)),
+        "fitted_to": [*base.fitted_to, f"runtime terms{which}: {len(pooled)} replayed "
+                      "iterations"]})
+    return prof, rt, len(pooled)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m parrotsim.calibrate.replay.runtime_fit",
                                  description=__doc__.splitlines()[0])
@@ -86,28 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runtime", action="append", help="write the terms into this runtime "
                     "only (repeatable; default: vllm and parrot), keeping the base's others")
     args = ap.parse_args(argv)
-    runs = run_dirs(args.real_dirs)
-    pooled = pd.concat([pd.read_parquet(d / "iterations.parquet") for d in runs])
-    rt = host_terms(pooled)
-    base = load_profile(args.profile)
-    print(f"{len(runs)} runs, {len(pooled)} iterations: decode host {rt.overhead_s * 1e3:.3f} "
-          f"ms, prefill host {rt.prefill_overhead_s * 1e3:.3f} ms, + "
+    name = args.out.stem if args.out is not None else "fitted"
+    prof, rt, n = fitted_profile(args.real_dirs, load_profile(args.profile), name, args.runtime)
+    print(f"{len(run_dirs(args.real_dirs))} runs, {n} iterations: decode host "
+          f"{rt.overhead_s * 1e3:.3f} ms, prefill host {rt.prefill_overhead_s * 1e3:.3f} ms, + "
           f"{rt.overhead_per_seq_s * 1e6:.1f} us per sequence, prefill launch floor "
           f"{rt.prefill_launch_floor_s * 1e3:.2f} ms")
     if args.out is None:
         return 0
-    sources = [f"{d.parent.parent.name}/{d.name}" for d in runs]
-    names = args.runtime or ["vllm", "parrot"]
-    runtimes = {**(base.runtimes if args.runtime else {}),
-                **{n: kept_launch_terms(rt, base, n) for n in names}}
-    which = "" if not args.runtime else f" ({', '.join(names)} runtime)"
-    prof = base.model_copy(update={
-        "name": args.out.stem, "runtimes": runtimes,
-        "description": (f"{base.name} with the host costs of parrotsim's replay loop "
-                        f"(calibrate/replay) measured on the same GPU{which}: "
-                        + ", ".join(sources)),
-        "fitted_to": [*base.fitted_to, f"runtime terms{which}: {len(pooled)} replayed "
-                      "iterations"]})
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_profile(prof, args.out)
     print(f"wrote {args.out}")
     return 0

@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
                    help="where compare.csv and the plot go (default: REAL_DIR)")
     c.add_argument("--bounds", help="bounds file: exit 1 when a run breaks one (the CI gate "
                    "on committed replays; e.g. REAL_DIR/bounds.yaml)")
+    c.add_argument("--host-from", nargs="+", metavar="DIR",
+                   help="replays of another workload on the same lease: measure the host "
+                   "terms on them and simulate with those (written to OUT/host_profile.yaml)")
     c.set_defaults(main=compare)
 
 
@@ -51,6 +54,9 @@ def compare(args: argparse.Namespace) -> int:
     _check_replay_folder(Path(args.real_dir))
     argv = [args.real_dir] + (["--profile", args.profile] if args.profile else [])
     argv += ["--bounds", args.bounds] if args.bounds else []
+    for other in args.host_from or ():
+        _check_replay_folder(Path(other))
+    argv += ["--host-from", *args.host_from] if args.host_from else []
     return compare_mod.main(argv + (["--out", str(args.out)] if args.out else []))
 
 

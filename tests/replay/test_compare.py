@@ -80,3 +80,28 @@ def test_a_replay_equal_to_the_simulator_compares_with_zero_error(tmp_path, caps
     assert "E2E |sim-real|/real" in capsys.readouterr().out
     same, n, _ = attribute.redrive(tmp_path / "runs" / "rate-10")
     assert same == n
+
+
+def test_host_terms_from_another_replay_of_the_same_lease(tmp_path):
+    """``--host-from``: the profile's host terms come from the other replay's iteration logs
+    (runtime_fit), the profile is written next to compare.csv and the simulation uses it."""
+    from parrotsim.calibrate.replay import runtime_fit
+    from parrotsim.sim.model.profile import load_profile
+
+    cfg = config(rate=10.0, n=12, capacity=2048, seed=4)
+    result = cost_model_replay(cfg).run()
+    store(result, tmp_path / "real" / "runs" / "rate-10", {"config": cfg.model_dump(mode="json")})
+    other = tmp_path / "other" / "runs" / "r1"
+    other.mkdir(parents=True)
+    log = pd.DataFrame({"prefill_seqs": [0, 0, 0, 1], "decode_seqs": [1, 4, 8, 0],
+                        "wall_s": [5.3e-3, 5.6e-3, 6.0e-3, 14e-3], "post_s": [0.0] * 4,
+                        "gpu_s": [5e-3, 5e-3, 5e-3, 12e-3], "launch_s": [1e-4] * 3 + [9e-3]})
+    log.to_parquet(other / "iterations.parquet")
+    out = tmp_path / "cmp"
+    assert compare.main([str(tmp_path / "real"), "--out", str(out), "--profile",
+                         "h200_llama-7b-replay", "--host-from", str(tmp_path / "other")]) == 0
+    fitted = load_profile(str(out / "host_profile.yaml"))
+    assert fitted.runtimes["vllm"].overhead_s == runtime_fit.host_terms(log).overhead_s
+    assert fitted.runtimes["vllm"].group_launch_s == 0.00064  # the base's launch term kept
+    row = pd.read_csv(out / "compare.csv").iloc[0]
+    assert row["profile"] == str(out / "host_profile.yaml")
