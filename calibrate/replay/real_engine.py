@@ -162,16 +162,17 @@ class RealEngine(Engine):
                 members.setdefault(s.prefix_ctx, []).append(i)
         ordered: list[Chunk] = []
         layout = []
+        grouped: set[int] = set()
         for prefix, rows in members.items():
             if len(rows) < 2:
                 continue
             pages = len(self.pages.table(prefix))  # its pages lead each member's table
             layout.append((pages, len(rows)))
             ordered += [decodes[i] for i in rows]
+            grouped.update(rows)
         if len(layout) != len(groups):
             raise RuntimeError(f"engine {self.engine_id}: {len(layout)} prefix groups found "
                                f"for the simulator's {len(groups)}")
-        grouped = {i for rows in members.values() if len(rows) > 1 for i in rows}
         ordered += [c for i, c in enumerate(decodes) if i not in grouped]
         self.device.grouped += 1
         return ordered, tuple(layout)
