@@ -9,6 +9,10 @@
   vLLM-style suffix pass with merge) beside today's shared-prefix kernel (mode "auto") and the
   paged kernel over the shared pages, on the calibration's shared grid (:data:`SHARED_GRID`,
   batch x prefix x suffix), LLaMA-7B heads.
+* :func:`era_shared_pages`: vLLM 0.1.4's no-split kernel (and today's split-KV kernel) over a
+  fork group's shared prefix pages against the same lengths on private pages, on the shared
+  grid, per model's heads: how much the co-running programs that read the same pages save
+  (the baseline with prefix sharing of Figs 15, 16 and 18 ran that kernel over shared pages).
 
 Grids mirror ``calibrate/grids.py`` (full, not --quick; a test keeps them equal): kernels/ sits
 below calibrate/ and cannot import it. Points run coarse grid first (every other value of
@@ -36,6 +40,9 @@ SHARED_GRID = ([1, 2, 4, 8, 16, 32, 64, 128, 256], [512, 1024, 2048, 4096, 8192,
 MODELS = {"llama-7b": (32, 128), "llama-13b": (40, 128)}  # query heads = KV heads, head dim
 ERA_FIELDS = ["model", "heads", "head_dim", "batch", "ctx", "vllm014_us",
               "nosplit_pipelined_us", "split_kv_us", "split_kv_choice", "vllm014_over_split"]
+SHARED_PAGES_FIELDS = ["model", "heads", "head_dim", "batch", "prefix", "suffix",
+                       "vllm014_shared_us", "vllm014_private_us", "vllm014_shared_over_private",
+                       "split_shared_us", "split_private_us", "split_shared_over_private"]
 PARROT_FIELDS = ["model", "heads", "head_dim", "batch", "prefix", "suffix", "parrot2023_us",
                  "shared_us", "shared_choice", "paged_shared_us", "parrot_speedup_vs_paged",
                  "shared_speedup_vs_paged"]
@@ -100,5 +107,33 @@ def parrot_shared(out: Path, timer, dev: torch.device, budget_s: float, reps: in
                 parrot2023_us=parrot, shared_us=ours, shared_choice=ch.mode,
                 paged_shared_us=paged, parrot_speedup_vs_paged=paged / parrot,
                 shared_speedup_vs_paged=paged / ours)
+        done += 1
+    return {"points": done, "planned": len(todo)}
+
+
+def era_shared_pages(out: Path, timer, dev: torch.device, budget_s: float, reps: int = 10,
+                     models: dict = MODELS, grid=SHARED_GRID) -> dict:
+    """No-split and split-KV paged decode over shared prefix pages vs private pages of the same
+    lengths (one layer, microseconds), per model, over the shared grid, coarse points first."""
+    t0, log, kv, done = time.time(), CsvLog(out, SHARED_PAGES_FIELDS), RandomKV(dev), 0
+    todo = [(m, pt) for pt in coarse_first(list(grid)) for m in models]
+    for model, (b, p, s) in todo:
+        if time.time() - t0 > budget_s:
+            print(f"era_shared_pages: budget {budget_s:.0f}s reached after {done} points",
+                  flush=True)
+            break
+        hq, d = models[model]
+        sb = shared_batch(kv, p, [s] * b, hq, 1, d)
+        shared = (sb.q, sb.k, sb.v, *sb.paged_tables())
+        pb = private_batch(kv, [p + s] * b, hq, 1, d)
+        private = (pb.q, pb.k, pb.v, pb.tables, pb.lens)
+        era_sh = timer(partial(vllm014_decode_attention, *shared), reps=reps)
+        era_pr = timer(partial(vllm014_decode_attention, *private), reps=reps)
+        split_sh = timer(partial(paged_decode_attention, *shared), reps=reps)
+        split_pr = timer(partial(paged_decode_attention, *private), reps=reps)
+        log.add(model=model, heads=hq, head_dim=d, batch=b, prefix=p, suffix=s,
+                vllm014_shared_us=era_sh, vllm014_private_us=era_pr,
+                vllm014_shared_over_private=era_sh / era_pr, split_shared_us=split_sh,
+                split_private_us=split_pr, split_shared_over_private=split_sh / split_pr)
         done += 1
     return {"points": done, "planned": len(todo)}

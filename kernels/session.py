@@ -14,9 +14,12 @@ killed ``GRACE_S`` later; a part that fails is logged in ``session.txt`` and the
    calibration's batch x context grid, LLaMA-7B and 13B heads (:mod:`parrotsim.kernels.bench_era`).
 4. ``parrot``  -> ``parrot2023.csv``: Parrot's 2023 shared-prefix kernel vs ours vs paged on the
    calibration's batch x prefix x suffix grid, LLaMA-7B heads.
+5. ``era_shared`` -> ``era_shared_pages.csv``: the no-split (and split-KV) paged kernel over a
+   fork group's shared prefix pages against private pages of the same lengths, LLaMA-7B and
+   13B heads.
 
 Also ``session.txt``: device, versions, bandwidths, each part's seconds, counts and errors.
-Five files, all directly under ``--out``. ``--tiny`` (and any run without CUDA; set
+Six files, all directly under ``--out``. ``--tiny`` (and any run without CUDA; set
 ``TRITON_INTERPRET=1``) runs every part on tiny shapes and small heads with a wall-clock
 timer: the CPU check of the whole path.
 """
@@ -39,7 +42,7 @@ from parrotsim.kernels import bench_era, bench_shapes, tune
 from parrotsim.kernels.bench_util import CpuTimer, Timer, measure_bandwidth
 from parrotsim.kernels.tuning_table import ENV_VAR
 
-BUDGETS = {"tune": 150.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0}
+BUDGETS = {"tune": 150.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0, "era_shared": 150.0}
 GRACE_S = 60.0  # past its budget a part finishes its point; then its process is killed
 RESERVE_S = 15.0  # kept per later part when the total budget runs short
 TINY_SHAPES = "1,4x2x40x0,16;4x3x24x8r"
@@ -51,6 +54,8 @@ def _parts(out: Path, timer, dev: torch.device, bw: float, tiny: bool, reps: int
     hq, d = TINY_HEADS if tiny else (bench_shapes.HQ, bench_shapes.D)
     shapes = bench_shapes.parse_shapes(TINY_SHAPES if tiny else "default")
     era_kw = ({"models": {"tiny": TINY_HEADS}, "grid": ([1, 2], [64])} if tiny else {})
+    era_shared_kw = ({"models": {"tiny": TINY_HEADS}, "grid": ([2], [300], [16])}
+                     if tiny else {})
     parrot_kw = ({"model": "tiny", "heads": TINY_HEADS, "grid": ([2], [300], [16])}
                  if tiny else {})
     return {
@@ -61,6 +66,8 @@ def _parts(out: Path, timer, dev: torch.device, bw: float, tiny: bool, reps: int
                                              **era_kw),
         "parrot": lambda s: bench_era.parrot_shared(out / "parrot2023.csv", timer, dev, s,
                                                     reps, **parrot_kw),
+        "era_shared": lambda s: bench_era.era_shared_pages(out / "era_shared_pages.csv", timer,
+                                                           dev, s, reps, **era_shared_kw),
     }
 
 

@@ -102,8 +102,8 @@ def test_tiny_session_end_to_end(tmp_path, monkeypatch):
     monkeypatch.delenv("PARROTSIM_KERNEL_TABLE", raising=False)
     session.main(["--out", str(tmp_path), "--tiny"])
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["era_paged.csv", "kernel_table.csv", "parrot2023.csv", "session.txt",
-                     "shapes.csv"]
+    assert names == ["era_paged.csv", "era_shared_pages.csv", "kernel_table.csv",
+                     "parrot2023.csv", "session.txt", "shapes.csv"]
     info = json.loads((tmp_path / "session.txt").read_text())
     assert all("error" not in p for p in info["parts"].values()), info["parts"]
     table = _rows(tmp_path / "kernel_table.csv")
@@ -118,3 +118,5 @@ def test_tiny_session_end_to_end(tmp_path, monkeypatch):
         assert (r["G"], bn, *rest.split("w")) in chosen
     assert all(float(r["vllm014_us"]) > 0 for r in _rows(tmp_path / "era_paged.csv"))
     assert float(_rows(tmp_path / "parrot2023.csv")[0]["parrot2023_us"]) > 0
+    pages = _rows(tmp_path / "era_shared_pages.csv")
+    assert len(pages) == 1 and float(pages[0]["vllm014_shared_over_private"]) > 0
