@@ -112,11 +112,13 @@ def parrot_shared(out: Path, timer, dev: torch.device, budget_s: float, reps: in
 
 
 def era_shared_pages(out: Path, timer, dev: torch.device, budget_s: float, reps: int = 10,
-                     models: dict = MODELS, grid=SHARED_GRID) -> dict:
+                     models: dict = MODELS, grid=SHARED_GRID, max_tokens: int = 1 << 20) -> dict:
     """No-split and split-KV paged decode over shared prefix pages vs private pages of the same
-    lengths (one layer, microseconds), per model, over the shared grid, coarse points first."""
+    lengths (one layer, microseconds), per model, over the shared grid (batch x (prefix + suffix)
+    <= ``max_tokens``, the paged grid's limit), coarse points first."""
     t0, log, kv, done = time.time(), CsvLog(out, SHARED_PAGES_FIELDS), RandomKV(dev), 0
-    todo = [(m, pt) for pt in coarse_first(list(grid)) for m in models]
+    todo = [(m, pt) for pt in coarse_first(list(grid), lambda b, p, s: b * (p + s) <= max_tokens)
+            for m in models]
     for model, (b, p, s) in todo:
         if time.time() - t0 > budget_s:
             print(f"era_shared_pages: budget {budget_s:.0f}s reached after {done} points",
