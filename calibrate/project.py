@@ -80,6 +80,7 @@ def scale_curves(src: Profile, gpu: str, k_lin: float = 1.0, k_attn: float = 1.0
             "seconds": [[s * r_bw * k_attn for s in row] for row in paged_grid.seconds]}),
         "shared_prefix": shared,
         "paged_shared_prefix": None,  # L2 reuse over shared pages: the source GPU's, not scaled
+        "decode_paged_waves": None,  # wave quantisation over the source GPU's SMs, not scaled
         "prefill_attention": Curve(x=c.prefill_attention.x,
                                    seconds=[s * r_fl for s in c.prefill_attention.seconds]),
         "prefill_attention_grid": None if grid is None else grid.model_copy(update={
