@@ -4,24 +4,69 @@ Re-run after any change to the simulator and update the notes' numbers:
 
     python bench/why_notes.py
 
-Prints, from the shipped paper experiments: Fig 17 at 12 req/s (share of prompt tokens served
-from cached prefixes, per-engine peak KV blocks and memory stalls, calls per engine), Fig 18a at
-16 files (iterations and mean iteration time of the one engine), Fig 19 over its seeds (share of
-the map-reduce tokens on the two busiest engines, peak KV fraction, maps' completion after their
-app's start).
+Prints, from the shipped paper experiments: Fig 14 with today's split-KV paged kernel (as
+shipped) and with vLLM 0.1.4's no-split kernel that the artifact's engines ran
+(``cluster.paged_kernel: vllm_0_1_4``): each system's mean JCT and the two claims' ratios; Fig 17
+at 12 req/s (share of prompt tokens served from cached prefixes, per-engine peak KV blocks and
+memory stalls, calls per engine) and, with the artifact's kernels (``cluster.kernel:
+parrot_2023``, one prefix per batch, and the no-split paged kernel), the rates at which Baseline
+(vLLM) and Parrot w/o Scheduling cross the report's threshold; Fig 18a at 16 files (iterations
+and mean iteration time of the one engine), Fig 19 over its seeds (share of the map-reduce tokens
+on the two busiest engines, peak KV fraction, maps' completion after their app's start).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from parrotsim.api import RunResult, load_experiment, simulate
+from parrotsim.api import RunConfig, RunResult, load_experiment, simulate
+from parrotsim.reports.derive import crossing_rate
 
 
 def results(name: str, **labels) -> list[RunResult]:
     """Simulated results of the experiment's runs whose labels match."""
     return [simulate(r.config) for r in load_experiment(name).runs
             if all(r.labels.get(k) == v for k, v in labels.items())]
+
+
+def _with(run, **cluster) -> RunResult:
+    """``run`` simulated with ``cluster`` fields overridden."""
+    data = run.config.model_dump(mode="json")
+    data["cluster"].update(cluster)
+    return simulate(RunConfig.model_validate(data))
+
+
+def fig14() -> None:
+    for kernel in ("split_kv", "vllm_0_1_4"):
+        jct: dict[tuple, list[float]] = {}
+        for run in load_experiment("paper/fig14").runs:
+            lab = run.labels
+            key = (lab["variant"], lab["workload.output_len"], lab["workload.chunk_size"])
+            jct.setdefault(key, []).append(_with(run, paged_kernel=kernel).summary["mean_jct"])
+        mean = {k: float(np.mean(v)) for k, v in jct.items()}
+        a = mean[("baseline_vllm", 100, 1024)] / mean[("parrot", 100, 1024)]
+        chunks = sorted({k[2] for k in mean if k[1] == 50})
+        b = np.mean([mean[("baseline_vllm", 50, c)] / mean[("parrot", 50, c)] for c in chunks])
+        print(f"fig14 paged_kernel {kernel}: output 100 JCT parrot "
+              f"{mean[('parrot', 100, 1024)]:.2f} s, baseline {mean[('baseline_vllm', 100, 1024)]:.2f}"
+              f" s, ratio {a:.3f}; output 50 mean ratio over chunk sizes {b:.3f}")
+
+
+def fig17_artifact_kernels() -> None:
+    for variant in ("baseline_vllm", "parrot_without_affinity"):
+        points = []
+        for run in load_experiment("paper/fig17").runs:
+            if run.labels["variant"] != variant:
+                continue
+            extra = {"paged_kernel": "vllm_0_1_4"}
+            if run.config.cluster.kernel == "shared_prefix":
+                extra["kernel"] = "parrot_2023"
+            s = _with(run, **extra).summary
+            oom = run.config.cluster.engine.policy == "parrot" and s["memory_stalls"] > 0
+            points.append((run.labels["workload.rate"], s["normalized_latency"], oom))
+        rate, kind, oom = crossing_rate(points)
+        print(f"fig17 artifact kernels {variant}: crosses at {rate:.2f} req/s ({kind}"
+              f"{', out of KV blocks' if oom else ''})")
 
 
 def fig17() -> None:
@@ -62,6 +107,8 @@ def fig19() -> None:
 
 
 if __name__ == "__main__":
+    fig14()
     fig17()
+    fig17_artifact_kernels()
     fig18()
     fig19()
