@@ -1,0 +1,101 @@
+"""The A6000 profile against the artifact's own A6000 measurements (Figs 17 and 19).
+
+    python bench/a6000_artifact.py [--fig19-seeds 20] [--artifact-kernels] [--set PATH=VALUE ...]
+
+Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
+printed (``calibrate/measurements/artifact_a6000``), the simulated value and its signed error:
+
+* Fig 17: each system's mean normalized latency (ms per output token) at every request rate
+  the artifact ran that the experiment sweeps;
+* Fig 19: each system's chat normalized latency, chat decode time and map-reduce JCT, the
+  simulated mean over the experiment's first ``--fig19-seeds`` seeds against the mean of each
+  campaign's 5 runs (``paper``: the runs behind the paper's bars; ``artifact``: its re-run).
+
+``--artifact-kernels`` runs the kernels the artifact ran (``cluster.paged_kernel: vllm_0_1_4``
+everywhere, ``cluster.kernel: parrot_2023`` where the experiment has ``shared_prefix``);
+``--set PATH=VALUE`` overrides a run config field (dotted path under the run; repeatable).
+Nothing is fitted: these are held-out measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from parrotsim.api import RunConfig, load_experiment, simulate
+
+DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_a6000"
+FIG19_METRICS = {"chat_normalized_latency_ms": "chat_normalized_latency",
+                 "chat_decode_time_ms": "chat_decode_time", "mr_jct_s": "mean_jct_map_reduce"}
+
+
+def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> RunConfig:
+    data = run.config.model_dump(mode="json")
+    if era:
+        data["cluster"]["paged_kernel"] = "vllm_0_1_4"
+        if data["cluster"]["kernel"] == "shared_prefix":
+            data["cluster"]["kernel"] = "parrot_2023"
+    for path, value in overrides:
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return RunConfig.model_validate(data)
+
+
+def fig17(overrides, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
+    wanted = {(r.series, float(r.rate)): r.normalized_latency_ms for r in real.itertuples()}
+    print("Fig 17, normalized latency (ms/token): artifact re-run vs simulated")
+    for run in load_experiment("paper/fig17").runs:
+        key = (run.labels["variant"], float(run.labels["workload.rate"]))
+        if key not in wanted:
+            continue
+        sim = simulate(_config(run, overrides, era)).summary["normalized_latency"]
+        print(f"  {key[0]:24s} {key[1]:5g} req/s  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
+              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+
+
+def fig19(overrides, seeds: int, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig19_runs.csv")
+    sims: dict[str, dict[str, list[float]]] = {}
+    for run in load_experiment("paper/fig19").runs:
+        if run.config.seed >= seeds:
+            continue
+        summary = simulate(_config(run, overrides, era)).summary
+        per = sims.setdefault(run.labels["variant"], {k: [] for k in FIG19_METRICS})
+        for column, metric in FIG19_METRICS.items():
+            per[column].append(summary[metric])
+    print(f"Fig 19: mean of 5 real runs per campaign vs simulated mean over {seeds} seeds")
+    for system, per in sims.items():
+        for column in FIG19_METRICS:
+            sim = float(np.mean(per[column]))
+            line = f"  {system:20s} {column:28s} sim {sim:8.2f}"
+            for campaign in ("paper", "artifact"):
+                rows = real[(real.system == system) & (real.campaign == campaign)]
+                value = float(rows[column].mean())
+                line += f" | {campaign} {value:8.2f} ({100 * (sim / value - 1):+5.0f} %)"
+            print(line)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fig19-seeds", type=int, default=20)
+    ap.add_argument("--artifact-kernels", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE")
+    args = ap.parse_args()
+    overrides = []
+    for item in args.set:
+        path, _, value = item.partition("=")
+        if not value:
+            ap.error(f"--set {item}: expected PATH=VALUE")
+        overrides.append((path.split("."), value))
+    fig17(overrides, args.artifact_kernels)
+    fig19(overrides, args.fig19_seeds, args.artifact_kernels)
+
+
+if __name__ == "__main__":
+    main()
