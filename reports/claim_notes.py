@@ -85,5 +85,7 @@ NOTES: dict[str, str] = {
         "bursts overlapped and every engine stayed busy. With every iteration 1.8x or 2x "
         "slower the simulated ratio is 1.04 / 0.99, with prefill 2x and decode 1.25x slower "
         "1.10 (bench/fig19_load.py). The paper's 1.05x is itself a tie: the 25 pairings of its 5 "
-        "runs per system span 0.86-1.30, and the artifact's re-run (artifact/figure18) gives 0.92x",
+        "runs per system span 0.86-1.30, and the artifact's re-run (artifact/figure18) gives 0.92x. "
+        "Against those runs every simulated Fig 19 series is 16-64 % fast, the map-reduce JCTs "
+        "41-64 % (bench/a6000_artifact.py)",
 }
