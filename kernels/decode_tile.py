@@ -136,7 +136,10 @@ def merge_kernel(po_ptr, plse_ptr, out_ptr, lse_ptr, HQ, n_slots, stride_ob, str
     wsum = tl.sum(w, 0)
     o = tl.load(po_ptr + (base + offs_s)[:, None] * D + offs_d[None, :],
                 mask=smask[:, None], other=0.0)
-    out = tl.sum(o * w[:, None], 0) / tl.where(wsum > 0, wsum, 1.0)
+    # a slot of weight 0 (lse -inf: a split past its sequence, or a slot no launch wrote, whose
+    # memory is uninitialised) adds nothing, whatever its partial output holds (0 x NaN is NaN)
+    out = tl.sum(tl.where(w[:, None] > 0, o * w[:, None], 0.0), 0) / tl.where(wsum > 0, wsum,
+                                                                               1.0)
     tl.store(out_ptr + b * stride_ob + h * stride_oh + offs_d, out.to(out_ptr.dtype.element_ty))
     lse_out = tl.where(wsum > 0, m + tl.log2(wsum), float("-inf"))
     if not LSE2:

@@ -71,7 +71,7 @@ def merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, seq, heads, rmask
             l_next = tl.load(plse_ptr + base + s + 1, mask=more, other=float("-inf"),
                              cache_modifier=".cg")
             wsum += w
-            acc += o * w[:, None]
+            acc += tl.where(w[:, None] > 0, o * w[:, None], 0.0)  # 0 x NaN of an unwritten slot
         out = acc / tl.where(wsum > 0, wsum, 1.0)[:, None]
         tl.store(out_ptr + seq[:, None] * stride_ob + heads[:, None] * stride_oh
                  + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=last[:, None])

@@ -11,6 +11,7 @@ from kernel_fixtures import make_cache, random_tables, rel_err  # noqa: E402
 from parrotsim.kernels.grouped_prefix_decode import (  # noqa: E402
     PrefixGroup,
     grouped_shared_prefix_decode_attention,
+    plan_grouped,
 )
 from parrotsim.kernels.reference import ref_paged_decode, ref_shared_prefix_decode  # noqa: E402
 
@@ -61,3 +62,26 @@ def test_overlapping_groups_are_refused():
         grouped_shared_prefix_decode_attention(
             q, k, v, [PrefixGroup(pages, 16, 0, 3), PrefixGroup(pages, 16, 2, 2)],
             torch.zeros(4, 1, dtype=torch.int32), torch.zeros(4, dtype=torch.int32))
+
+
+def test_slots_no_launch_writes_do_not_leak_garbage():
+    """The partial states are allocated uninitialised: slots no launch writes (the prefix slots
+    of the row in no group, and of groups with fewer splits) must not reach the output even
+    when that memory holds NaN (it did: 0 x NaN in the merge gave NaN rows, seen once under
+    memory pressure)."""
+    gen = torch.Generator().manual_seed(5)
+    k, v = make_cache(60, 2, D, gen)
+    pool = torch.randperm(60, generator=gen).to(torch.int32)
+    lens = [5, 40, 70]
+    tables = random_tables(lens, pool[10:])
+    q = torch.randn(3, 8, D, generator=gen).to(torch.bfloat16)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    groups = [PrefixGroup(pool[:7], 100, 0, 2)]
+    plan = plan_grouped(q, k, groups, tables)
+    plan.po.fill_(float("nan"))
+    plan.plse[:, :, plan.nsp:].fill_(float("nan"))  # suffix slots: every launch writes them
+    out, lse = grouped_shared_prefix_decode_attention(q, k, v, groups, tables, seq_lens,
+                                                      plan=plan)
+    assert torch.isfinite(out.float()).all() and torch.isfinite(lse).all()
+    ref_out, ref_lse = ref_paged_decode(q[2:], k, v, tables[2:], seq_lens[2:])
+    assert rel_err(out[2:], ref_out) <= 1e-2
