@@ -18,19 +18,24 @@ MetaGPT branch suffix), so it is left out; a one-piece prompt has no shared pref
 
 from __future__ import annotations
 
+from functools import lru_cache
 from hashlib import blake2b
 
-from parrotsim.workloads.app import App, Call, Ref, Text, var_lengths
+from parrotsim.workloads.app import App, Call, Text, var_lengths
+
+#: text steps remembered (a GPT's system prompt is hashed once, not once per request): a
+#: bounded memo of a pure function, so the keys never depend on what it holds
+TEXT_STEPS_KEPT = 1 << 14
 
 
 def _step(key: str, piece: str) -> str:
     return blake2b(f"{key}|{piece}".encode(), digest_size=12).hexdigest()
 
 
-def _piece_id(app: App, piece: Text | Ref) -> str:
-    if isinstance(piece, Text):
-        return f"T:{piece.content_id}:{piece.tokens}"
-    return f"R:{app.app_id}:{piece.var}"
+@lru_cache(maxsize=TEXT_STEPS_KEPT)
+def _text_step(key: str, text: Text) -> str:
+    """The key after constant ``text`` following the prefix whose key is ``key``."""
+    return _step(key, f"T:{text.content_id}:{text.tokens}")
 
 
 def prefix_keys(app: App, call: Call,
@@ -38,20 +43,12 @@ def prefix_keys(app: App, call: Call,
     """(keys, lens): ``keys[i]`` hashes the prompt up to the end of piece ``i`` and ``lens[i]``
     is that prefix's length in tokens. ``lengths`` maps variables to tokens (default: computed
     from the app)."""
-    lengths = lengths if lengths is not None else var_lengths(app)
-    keys: list[str] = []
-    lens: list[int] = []
-    key, n = "", 0
-    for piece in call.prompt:
-        key = _step(key, _piece_id(app, piece))
-        n += piece.tokens if isinstance(piece, Text) else lengths[piece.var]
-        keys.append(key)
-        lens.append(n)
-    return tuple(keys), tuple(lens)
+    keys, lens, _ = prefix_hashes(app, call, lengths)
+    return keys, lens
 
 
-def shared_prefix(app: App, call: Call) -> tuple[str, int] | None:
-    """(key, tokens) of the leading constant-text run that may be forked, or ``None``."""
+def _constant_run(call: Call) -> int:
+    """Pieces of the leading constant-text run that may be forked (see :func:`shared_prefix`)."""
     run = 0
     for piece in call.prompt:
         if not isinstance(piece, Text):
@@ -59,6 +56,33 @@ def shared_prefix(app: App, call: Call) -> tuple[str, int] | None:
         run += 1
     if run == len(call.prompt):
         run -= 1  # all text: the last piece is the request's own part
+    return run
+
+
+def prefix_hashes(app: App, call: Call, lengths: dict[str, int] | None = None
+                  ) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, int] | None]:
+    """:func:`prefix_keys` and :func:`shared_prefix` in one pass: the shared prefix's key and
+    length are those of the prompt up to the end of its constant run."""
+    lengths = lengths if lengths is not None else var_lengths(app)
+    keys: list[str] = []
+    lens: list[int] = []
+    key, n = "", 0
+    for piece in call.prompt:
+        if isinstance(piece, Text):
+            key = _text_step(key, piece)
+            n += piece.tokens
+        else:
+            key = _step(key, f"R:{app.app_id}:{piece.var}")
+            n += lengths[piece.var]
+        keys.append(key)
+        lens.append(n)
+    run = _constant_run(call)
+    return tuple(keys), tuple(lens), ((keys[run - 1], lens[run - 1]) if run > 0 else None)
+
+
+def shared_prefix(app: App, call: Call) -> tuple[str, int] | None:
+    """(key, tokens) of the leading constant-text run that may be forked, or ``None``."""
+    run = _constant_run(call)
     if run <= 0:
         return None
     keys, lens = prefix_keys(app, Call(call.name, call.prompt[:run], call.output, 1), {})

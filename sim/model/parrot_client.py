@@ -30,7 +30,7 @@ from parrotsim.sim.model.dag_shapes import DagShapes
 from parrotsim.sim.model.network import Network
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.workloads.app import App, Call, call_dependencies, prompt_tokens, var_lengths
-from parrotsim.workloads.prefix_hash import prefix_keys, shared_prefix
+from parrotsim.workloads.prefix_hash import prefix_hashes
 
 
 class ParrotClientConfig(StrictConfig):
@@ -226,14 +226,13 @@ class ParrotClient:
         for call in app.calls:
             uid = self.next_uid()
             prompt = prompt_tokens(app, call, s.lengths)
-            keys, lens = prefix_keys(app, call, s.lengths)
-            constant = shared_prefix(app, call)
+            keys, lens, constant = prefix_hashes(app, call, s.lengths)
             shared = constant if self.cfg.cache_prefix else None
             breaks = (constant[1],) if self.cfg.prefix_fill_job and constant else ()
             s.infos[call.name] = CallInfo(
                 uid, app.app_id, s.seq, call.name, prompt, call.output_tokens, app_kind=app.kind,
-                max_requests=call.hints.max_requests_per_engine, prefix_keys=tuple(keys),
-                prefix_lens=tuple(lens), shared_prefix=shared[0] if shared else None,
+                max_requests=call.hints.max_requests_per_engine, prefix_keys=keys,
+                prefix_lens=lens, shared_prefix=shared[0] if shared else None,
                 shared_tokens=shared[1] if shared else 0, objective=objectives.get(call.name),
                 task_group=groups.get(call.name), depth=depths[call.name], fill_breaks=breaks)
 

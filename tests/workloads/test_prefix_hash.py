@@ -1,7 +1,9 @@
 """PrefixHash keys at semantic-variable boundaries and shared prefixes."""
 
+from hashlib import blake2b
+
 from parrotsim.workloads.app import App, Call, Ref, Text, single_call_app
-from parrotsim.workloads.prefix_hash import prefix_keys, shared_prefix
+from parrotsim.workloads.prefix_hash import _text_step, prefix_hashes, prefix_keys, shared_prefix
 
 
 def refine_app(app_id: str, chunk: int = 100) -> App:
@@ -51,3 +53,51 @@ def test_shared_prefix_is_the_leading_constant_run():
     starts_with_ref = App("r", 0.0, (Call("c", (Ref("x"), Text("t", 4)), "o", 3),), ("o",),
                           inputs={"x": 5})
     assert shared_prefix(starts_with_ref, starts_with_ref.calls[0]) is None
+
+
+def reference_keys(app: App, call: Call) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The keys computed afresh, piece by piece (no memo): blake2b of 'previous key|piece id'."""
+    lengths = app.inputs
+    keys, lens, key, n = [], [], "", 0
+    for piece in call.prompt:
+        if isinstance(piece, Text):
+            pid, n = f"T:{piece.content_id}:{piece.tokens}", n + piece.tokens
+        else:
+            pid, n = f"R:{app.app_id}:{piece.var}", n + lengths[piece.var]
+        key = blake2b(f"{key}|{pid}".encode(), digest_size=12).hexdigest()
+        keys.append(key)
+        lens.append(n)
+    return tuple(keys), tuple(lens)
+
+
+def test_remembered_text_steps_depend_on_the_prefix_before_and_the_text_length():
+    """The memo of text steps is keyed by (key so far, text): the same text after another
+    prefix, or with another length, is hashed again (a memo keyed by the text alone, or by
+    its content id alone, would hand back the first app's key)."""
+    _text_step.cache_clear()
+    apps = [single_call_app("a", 0.0, (Text("sys", 10), Text("x", 5), Text("q", 1)), 3),
+            single_call_app("b", 0.0, (Text("sys2", 10), Text("x", 5), Text("q", 1)), 3),
+            single_call_app("c", 0.0, (Text("sys", 10), Text("x", 6), Text("q", 1)), 3),
+            single_call_app("d", 0.0, (Text("sys", 10), Text("x", 5), Text("q", 1)), 3),
+            App("e", 0.0, (Call("c", (Text("sys", 10), Ref("v"), Text("x", 5)), "o", 3),),
+                ("o",), inputs={"v": 4}),
+            App("f", 0.0, (Call("c", (Text("sys", 10), Ref("v"), Text("x", 5)), "o", 3),),
+                ("o",), inputs={"v": 4})]
+    got = [prefix_keys(a, a.calls[0]) for a in apps]
+    assert got == [reference_keys(a, a.calls[0]) for a in apps]
+    assert got[0][0][1] != got[1][0][1] and got[0][0][1] != got[2][0][1]
+    assert got[3] == got[0]  # the same prompt: the same keys, from the memo
+    assert got[4][0][2] != got[5][0][2]  # text after another app's variable: another key
+
+
+def test_prefix_hashes_is_prefix_keys_and_shared_prefix_in_one_pass():
+    cases = [refine_app("a"), gpt("u1"), gpt("u2", query="q2"),
+             single_call_app("s", 0.0, (Text("sharegpt/1", 300),), 10),
+             single_call_app("t", 0.0, (Text("a", 10), Text("b", 20), Text("c", 5)), 10),
+             App("r", 0.0, (Call("c", (Ref("x"), Text("t", 4)), "o", 3),), ("o",),
+                 inputs={"x": 5})]
+    for app in cases:
+        call = app.calls[0]
+        keys, lens, shared = prefix_hashes(app, call)
+        assert (keys, lens) == reference_keys(app, call) == prefix_keys(app, call)
+        assert shared == shared_prefix(app, call)
