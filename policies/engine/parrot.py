@@ -51,6 +51,7 @@ from parrotsim.policies.engine.parrot_shortage import (
     repeat_horizon,
     short_step,
 )
+from parrotsim.policies.engine.parrot_unstick import newest_holders, oldest_ready
 from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicyConfig,
@@ -206,16 +207,23 @@ class ParrotEnginePolicy(ParrotAdmission):
             self.memory_stalls += 1
         stuck = not prefills and not decodes
         if stuck:  # stuck for memory: free some, run the oldest job
-            cands = [s for s in (*state.running, *state.waiting) if is_ready(s)]
-            if cands:
+            oldest = oldest_ready(state.running, state.waiting, key)  # running is in order
+            if oldest is not None:
                 self._unstable = True
-                prefills, decodes = self._unstick(state, min(cands, key=self._key), fill_n)
+                prefills, decodes = self._unstick(state, oldest, fill_n)
         if stuck:
             self._in_order = False  # _unstick may have appended the job it ran
         if held or stuck:  # every survivor ran otherwise: running stays as sorted
-            ran = {s for s, _ in prefills}.union(decodes)
-            back = [s for s in state.running if s not in ran]
-            state.running = [s for s in state.running if s in ran]
+            running = state.running
+            if not held and len(prefills) + len(decodes) == 1:  # stuck: one job ran, alone
+                one = prefills[0][0] if prefills else decodes[0]
+                i = running.index(one)  # sequences compare by identity
+                back = running[:i] + running[i + 1:]
+                state.running = [one]
+            else:
+                ran = {s for s, _ in prefills}.union(decodes)
+                back = [s for s in running if s not in ran]
+                state.running = [s for s in running if s in ran]
             state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
         elif short:  # every survivor ran but those short of a block, which are in running order
             if prefills:
@@ -265,12 +273,11 @@ class ParrotEnginePolicy(ParrotAdmission):
     def _unstick(self, state: EngineState, seq: Sequence, fill_n: dict[int, int]
                  ) -> tuple[list[tuple[Sequence, int]], list[Sequence]]:
         """Preempt the newest sequences holding KV (by recompute) until the oldest job ``seq``
-        fits, then run it alone; returns (prefills, decodes), empty if it never fits."""
+        fits, then run it alone; returns (prefills, decodes), empty if it never fits.
+        ``running`` is in running order (the walk just sorted it)."""
         kv = state.kv
         n = self._fill_tokens(seq) if seq.to_fill > 0 else 0
-        victims = [s for s in (*state.running, *state.waiting)
-                   if s.ctx is not None and s is not seq]
-        victims.sort(key=self._key)
+        victims = newest_holders(state.running, state.waiting, seq, self._key)  # in order
 
         def fits() -> bool:
             if n:
@@ -279,8 +286,10 @@ class ParrotEnginePolicy(ParrotAdmission):
 
         if not fits():
             self.memory_stalls += 1
-        while not fits() and victims:
-            v = victims.pop()
+        while not fits():
+            v = next(victims, None)
+            if v is None:
+                break
             v.preempt(kv)
             fill_n.pop(v.uid, None)
         if not fits():

@@ -32,27 +32,33 @@ def grow_decodes(kv: KVCache, survivors: list[Sequence], fill_n: dict[int, int]
     """Give each surviving Generate job (those not in ``fill_n``, which run a Fill) the slot of
     its next token, in order (a fork whose whole prompt is cached gets its context first):
     (those that got one, those short of a block). ``kv.can_grow`` and ``kv.grow`` by one
-    token, inlined."""
+    token, inlined: one pass counting free blocks down, the peak taken from the fewest free
+    blocks seen (free blocks only come back from a context holding spare ones)."""
     bs, num = kv.block_size, kv.num_blocks
-    used = peak = kv.used_blocks
-    decodes, short = [], []
+    free = least = num - kv.used_blocks
+    decodes: list[Sequence] = []
+    short: list[Sequence] = []
+    got, missed = decodes.append, short.append
+    if fill_n:
+        survivors = [s for s in survivors if s.uid not in fill_n]
     for s in survivors:
-        if fill_n and s.uid in fill_n:
-            continue
         ctx = s.ctx
         if ctx is None:
             ctx = s.ctx = kv.create(s.prefix_ctx)
-        need = -(-(ctx.tokens + 1) // bs) - ctx.blocks
-        if need <= num - used:
-            ctx.tokens += 1
-            ctx.blocks += need
-            used += need
-            if used > peak:
-                peak = used
-            decodes.append(s)
+        t = ctx.tokens + 1
+        need = -(-t // bs) - ctx.blocks
+        if need <= free:
+            ctx.tokens = t
+            if need:
+                if need < 0 and free < least:
+                    least = free
+                ctx.blocks += need
+                free -= need
+            got(s)
         else:
-            short.append(s)
-    kv.used_blocks = used
+            missed(s)
+    kv.used_blocks = num - free
+    peak = num - (free if free < least else least)
     if peak > kv.peak_blocks:
         kv.peak_blocks = peak
     return decodes, short

@@ -3,7 +3,7 @@ the queue behind held-back Generates, on hand-built states."""
 
 from operator import attrgetter
 
-from parrotsim.policies.engine.parrot_shortage import held_tokens, short_step
+from parrotsim.policies.engine.parrot_shortage import grow_decodes, held_tokens, short_step
 from parrotsim.sim.model.engine_policy import EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from tests.policies.test_parrot_engine import policy, seq
@@ -93,3 +93,28 @@ def test_the_queue_behind_held_back_jobs_is_walked_again_only_when_it_may_admit(
     assert len(walks) == 2 and p.memory_stalls == 8
     p.schedule(st)
     assert len(walks) == 2 and p.memory_stalls == 10
+
+
+def test_grow_decodes_hands_out_blocks_in_order_past_a_context_with_spare_blocks():
+    """One pass hands out blocks in order, skipping Fill jobs: a context holding spare blocks
+    gives them back and a later job may take one; when none is left the job is short."""
+    kv = KVCache(9, 4)
+    a, b, c = generate(kv, 4, 0.0), generate(kv, 1, 1.0), generate(kv, 8, 2.0)
+    fill, d, e = generate(kv, 2, 3.0), generate(kv, 4, 4.0), generate(kv, 4, 5.0)
+    b.ctx.blocks = 3  # two spare
+    kv.used_blocks, kv.peak_blocks = 1 + 3 + 2 + 1 + 1 + 1, 0  # none free
+    decodes, short = grow_decodes(kv, [a, b, c, fill, d, e], {fill.uid: 2})
+    # a: short (none free); b gives two back; c and d take them; e: short
+    assert decodes == [b, c, d] and short == [a, e]
+    assert kv.used_blocks == 9 and kv.peak_blocks == 9
+    assert (a.ctx.tokens, b.ctx.blocks, c.ctx.blocks, fill.ctx.tokens) == (4, 1, 3, 2)
+
+
+def test_grow_decodes_peak_inside_the_pass():
+    kv = KVCache(10, 4)
+    a, b = generate(kv, 4, 0.0), generate(kv, 1, 1.0)  # a: full block; b: 1 token
+    b.ctx.blocks = 4
+    kv.used_blocks, kv.peak_blocks = 5, 0  # 1 + 4
+    decodes, short = grow_decodes(kv, [a, b], {})  # a takes one (6), b gives three back (3)
+    assert decodes == [a, b] and short == []
+    assert kv.used_blocks == 3 and kv.peak_blocks == 6
