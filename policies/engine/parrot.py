@@ -44,7 +44,8 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
-from parrotsim.policies.engine.parrot_admission import ParrotAdmission, is_ready
+from parrotsim.policies.engine.parrot_admission import is_ready
+from parrotsim.policies.engine.parrot_after_stuck import ParrotAfterStuck
 from parrotsim.policies.engine.parrot_shortage import (
     grow_decodes,
     held_tokens,
@@ -104,7 +105,7 @@ def _follow(running: list[Sequence], jobs: list[tuple[Sequence, int]],
     return True
 
 
-class ParrotEnginePolicy(ParrotAdmission):
+class ParrotEnginePolicy(ParrotAfterStuck):
     """The decision logic of Parrot's engine scheduler (see module docstring)."""
 
     prefill_emits_token = False
@@ -149,6 +150,7 @@ class ParrotEnginePolicy(ParrotAdmission):
             idle_rest = None  # the queue changed
         self._held, self._unstable, self._repeatable = set(), False, False
         head, self._short_head = self._short_head, None
+        stuck_back, self._stuck_back = self._stuck_back, None
         waiting = state.waiting
         if head is not None and not (len(waiting) >= len(head) and waiting[0] is head[-1]
                                      and waiting[len(head) - 1] is head[0]):
@@ -158,6 +160,11 @@ class ParrotEnginePolicy(ParrotAdmission):
             if batch is not None:
                 return batch
         if head is None:
+            if stuck_back is not None:  # the last iteration was stuck
+                batch = self._after_stuck(state, *stuck_back, self._key,
+                                          self.cfg.max_total_tokens)
+                if batch is not None:
+                    return batch
             jobs = self._admit(state)
         else:
             jobs = self._admit_after(state, head, idle_rest)
@@ -220,6 +227,8 @@ class ParrotEnginePolicy(ParrotAdmission):
                 i = running.index(one)  # sequences compare by identity
                 back = running[:i] + running[i + 1:]
                 state.running = [one]
+                if self.cfg.scheduler != "tgi":
+                    self._record_stuck_back(back)
             else:
                 ran = {s for s, _ in prefills}.union(decodes)
                 back = [s for s in running if s not in ran]

@@ -110,10 +110,11 @@ class ParrotAdmission(EnginePolicy):
         return None
 
     def _walk(self, state: EngineState, waiting: Iterable[Sequence], jobs: int, batched: int,
-              dry: bool = False, expected: set[int] | None = None
-              ) -> list[tuple[Sequence, int]]:
+              dry: bool = False, expected: set[int] | None = None,
+              fills_blocked: bool = False) -> list[tuple[Sequence, int]]:
         """Admit from ``waiting`` (the queue, or what follows its head) given ``jobs`` and
-        ``batched`` tokens already in the iteration (see :meth:`_admit`).
+        ``batched`` tokens already in the iteration (see :meth:`_admit`); ``fills_blocked``:
+        a Fill before ``waiting`` found its blocks not free (later Fills are passed over).
 
         One pass with the per-job tests inlined (:func:`is_ready`, :meth:`_fill_tokens`,
         :meth:`_fill_blocks`): a held-back batch leaves a long queue that every iteration
@@ -123,7 +124,6 @@ class ParrotAdmission(EnginePolicy):
                                         cfg.fill_chunk_size)
         kv = state.kv
         free, bs = kv.free_blocks, kv.block_size
-        fills_blocked = False
         out: list[tuple[Sequence, int]] = []
         for s in waiting:
             ctx = s.ctx

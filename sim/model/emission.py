@@ -36,8 +36,12 @@ def end_prefill_iteration(batch: Batch, start: float, end: float, emits_token: b
                 prefix_filled(seq, end)
             elif emits_token:
                 emit_token(seq, end, finish)
-    for seq in batch.decodes:
-        emit_token(seq, end, finish)
+    for seq in batch.decodes:  # emit_token, inlined: a mixed batch may hold ~100 decodes
+        if seq.first_token < 0:
+            seq.first_token = end
+        seq.generated += 1
+        if seq.generated >= seq.output_len:
+            finish(seq, end)
 
 
 def end_decode_stretch(kv: KVCache, batch: Batch, steps: int, first_end: float, end: float,
