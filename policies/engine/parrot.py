@@ -45,14 +45,13 @@ from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
 from parrotsim.policies.engine.parrot_admission import is_ready
-from parrotsim.policies.engine.parrot_after_stuck import ParrotAfterStuck
 from parrotsim.policies.engine.parrot_shortage import (
     grow_decodes,
     held_tokens,
     repeat_horizon,
     short_step,
 )
-from parrotsim.policies.engine.parrot_unstick import newest_holders, oldest_ready
+from parrotsim.policies.engine.parrot_unstick import ParrotUnstick
 from parrotsim.sim.model.admission import EngineLimits
 from parrotsim.sim.model.engine_policy import (
     EnginePolicyConfig,
@@ -105,7 +104,7 @@ def _follow(running: list[Sequence], jobs: list[tuple[Sequence, int]],
     return True
 
 
-class ParrotEnginePolicy(ParrotAfterStuck):
+class ParrotEnginePolicy(ParrotUnstick):
     """The decision logic of Parrot's engine scheduler (see module docstring)."""
 
     prefill_emits_token = False
@@ -174,6 +173,12 @@ class ParrotEnginePolicy(ParrotAfterStuck):
                                   self._short_tokens)
                 if done is None:
                     self._idle_rest = None
+                    if no_free:
+                        batch = self._stuck_after_short(state, head, self._key,
+                                                        self.cfg.max_total_tokens,
+                                                        self._short_tokens)
+                        if batch is not None:
+                            return batch
                 else:
                     decodes, short, self._short_tokens = done
                     if short:
@@ -212,27 +217,12 @@ class ParrotEnginePolicy(ParrotAfterStuck):
         self._unstable = bool(short) or any(s.uid in fill_n for s in held)
         if short:
             self.memory_stalls += 1
-        stuck = not prefills and not decodes
-        if stuck:  # stuck for memory: free some, run the oldest job
-            oldest = oldest_ready(state.running, state.waiting, key)  # running is in order
-            if oldest is not None:
-                self._unstable = True
-                prefills, decodes = self._unstick(state, oldest, fill_n)
-        if stuck:
-            self._in_order = False  # _unstick may have appended the job it ran
-        if held or stuck:  # every survivor ran otherwise: running stays as sorted
-            running = state.running
-            if not held and len(prefills) + len(decodes) == 1:  # stuck: one job ran, alone
-                one = prefills[0][0] if prefills else decodes[0]
-                i = running.index(one)  # sequences compare by identity
-                back = running[:i] + running[i + 1:]
-                state.running = [one]
-                if self.cfg.scheduler != "tgi":
-                    self._record_stuck_back(back)
-            else:
-                ran = {s for s, _ in prefills}.union(decodes)
-                back = [s for s in running if s not in ran]
-                state.running = [s for s in running if s in ran]
+        if not prefills and not decodes:  # stuck for memory: free some, run the oldest job
+            return self._stuck_batch(state, key, fill_n, held)
+        if held:  # every survivor ran otherwise: running stays as sorted
+            ran = {s for s, _ in prefills}.union(decodes)
+            back = [s for s in state.running if s not in ran]
+            state.running = [s for s in state.running if s in ran]
             state.waiting.extendleft(back)  # one by one to the head, as the artifact preempts
         elif short:  # every survivor ran but those short of a block, which are in running order
             if prefills:
@@ -278,41 +268,6 @@ class ParrotEnginePolicy(ParrotAfterStuck):
             s.allocate(kv, n)
         self._unstable = True
         return Batch(prefills=jobs)
-
-    def _unstick(self, state: EngineState, seq: Sequence, fill_n: dict[int, int]
-                 ) -> tuple[list[tuple[Sequence, int]], list[Sequence]]:
-        """Preempt the newest sequences holding KV (by recompute) until the oldest job ``seq``
-        fits, then run it alone; returns (prefills, decodes), empty if it never fits.
-        ``running`` is in running order (the walk just sorted it)."""
-        kv = state.kv
-        n = self._fill_tokens(seq) if seq.to_fill > 0 else 0
-        victims = newest_holders(state.running, state.waiting, seq, self._key)  # in order
-
-        def fits() -> bool:
-            if n:
-                return self._fill_blocks(state, seq, n) <= kv.free_blocks
-            return kv.free_blocks >= 1 if seq.ctx is None else kv.can_grow(seq.ctx, 1)
-
-        if not fits():
-            self.memory_stalls += 1
-        while not fits():
-            v = next(victims, None)
-            if v is None:
-                break
-            v.preempt(kv)
-            fill_n.pop(v.uid, None)
-        if not fits():
-            return [], []
-        if seq in state.waiting:
-            state.waiting.remove(seq)
-            state.running.append(seq)
-        if n:
-            seq.allocate(kv, n)
-            fill_n[seq.uid] = n
-            return [(seq, n)], []
-        seq.allocate(kv, 1)
-        fill_n.pop(seq.uid, None)
-        return [], [seq]
 
     def repeated_decode_steps(self, state: EngineState, batch: Batch) -> int:
         """After a step without free blocks (:func:`short_step`): while no decode needs a new

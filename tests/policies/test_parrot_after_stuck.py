@@ -90,3 +90,36 @@ def test_a_changed_queue_head_goes_to_the_full_walk():
         got, _ = run(False, between)
         want, _ = run(True, between)
         assert got == want
+
+
+def short_then_stuck_engine(reference: bool, limit: int | None = None):
+    """A 4-block cache: a, c, d hold a full block each, b has one slot left. The first step
+    grows only b (the others are held back); the next finds b short too: nothing can run."""
+    cfg = ParrotEngineConfig(max_batch_size=8, max_num_batched_tokens=100,
+                             max_total_tokens=limit)
+    p = ReferenceParrotEnginePolicy(cfg) if reference else cfg.make()
+    st = EngineState(KVCache(4, 16))
+    jobs = [seq(16 if i != 1 else 15, 40, arrived=float(i)) for i in range(4)]
+    for s in jobs:
+        s.filled = s.fill_target
+        s.ctx = st.kv.create()
+        st.kv.grow(s.ctx, s.prompt_len)
+    st.running = list(jobs)
+    p._in_order = not reference
+    return p, st, jobs
+
+
+def test_stuck_right_after_a_held_back_step_decides_as_the_full_walk():
+    for limit in (None, 1000, 63, 40):  # 63: the stuck walk would hold d back; 40: each walk
+        runs = []
+        for reference in (False, True):
+            p, st, jobs = short_then_stuck_engine(reference, limit)
+            out = []
+            for _ in range(6):
+                b = p.schedule(st)
+                out.append(snapshot(b, st, p, jobs))
+                apply(p, b, st, 1)
+            runs.append(out)
+        assert runs[0] == runs[1], limit
+    got = runs[0]
+    assert got[0][1] == [1] and got[0][3] == [3, 2, 0]  # b grows; a, c, d held back
