@@ -49,7 +49,7 @@ class ParrotAfterStuck(ParrotAdmission):
         while g and back[g - 1].ctx is None:
             g -= 1
         head, blocked = back[:g], back[g:]
-        if head and all(s.ctx is not None and s.filled == s.fill_target for s in head):
+        if head and not [s for s in head if s.ctx is None or s.filled != s.fill_target]:
             self._stuck_back = (blocked, head)
 
     def _after_stuck(self, state: EngineState, blocked: list[Sequence], head: list[Sequence],
