@@ -132,12 +132,12 @@ class ParrotClient:
         return app.stages or (tuple(c.name for c in app.calls),)
 
     def _post_stage(self, s: ParrotSession) -> None:
-        stages = self._stages(s.app)
-        if s.stage >= len(stages):
+        staged = s.app.stages
+        if s.stage >= (len(staged) if staged else 1):  # no stages: one of every call
             return
-        names = stages[s.stage]
+        names = self._stages(s.app)[s.stage]
         s.stage += 1
-        by_name = {c.name: c for c in s.app.calls}
+        by_name = s.calls
         if s.app.submit == "sequential":
             self._post_in_turn(s, [by_name[n] for n in names], 0)
             return
