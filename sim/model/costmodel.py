@@ -60,6 +60,8 @@ from parrotsim.sim.model.profile import PagedGrid, Profile
 from parrotsim.sim.model.sequence import Batch
 
 SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
+#: distinct decode-batch groupings whose shared-prefix time one cost model remembers
+SHARED_MEMO_KEPT = 4096
 
 
 class CostModel:
@@ -132,6 +134,7 @@ class CostModel:
         self._shared_hi = (self._shared.x[-1], self._shared.y[-1])
         #: axis of the profile's measured extent -> the largest query past it this model saw
         self.beyond: dict[str, float] = {}
+        self._shared_memo: dict[tuple[SharedGroup, ...], float] = {}
 
     def _paged_rows(self, kernel: str) -> PagedRows | era.NoSplitRows:
         """The paged kernel's rows: the profile's (split-KV) or vLLM 0.1.4's no-split ones."""
@@ -203,7 +206,21 @@ class CostModel:
 
     def shared_prefix_time(self, groups: list[SharedGroup]) -> float:
         """Seconds the decode kernel spends on the shared prefixes of ``groups`` (read once per
-        group by the shared-prefix kernel; by the paged kernel, through L2, see ``kernel``)."""
+        group by the shared-prefix kernel; by the paged kernel, through L2, see ``kernel``).
+
+        Remembered per groups (an engine short of KV blocks repeats the same groups for many
+        iterations); the memo is emptied when it holds :data:`SHARED_MEMO_KEPT` entries. A
+        repeat adds nothing to :attr:`beyond`, which keeps the largest value seen."""
+        key = tuple(groups)
+        memo = self._shared_memo
+        t = memo.get(key)
+        if t is None:
+            if len(memo) >= SHARED_MEMO_KEPT:
+                memo.clear()
+            t = memo[key] = self._shared_prefix_time(groups)
+        return t
+
+    def _shared_prefix_time(self, groups: list[SharedGroup]) -> float:
         total = 0.0
         hi_prefix, hi_batch = self._shared_hi
         for prefix, n in groups:
