@@ -1,6 +1,7 @@
 """The A6000 profile against the artifact's own A6000 measurements (Figs 17 and 19).
 
-    python bench/a6000_artifact.py [--fig19-seeds 20] [--artifact-kernels] [--set PATH=VALUE ...]
+    python bench/a6000_artifact.py [--fig19-seeds 20] [--artifact-kernels]
+                                   [--parrot-per-seq-s S] [--set PATH=VALUE ...]
 
 Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
 printed (``calibrate/measurements/artifact_a6000``), the simulated value and its signed error:
@@ -13,6 +14,8 @@ printed (``calibrate/measurements/artifact_a6000``), the simulated value and its
 
 ``--artifact-kernels`` runs the kernels the artifact ran (``cluster.paged_kernel: vllm_0_1_4``
 everywhere, ``cluster.kernel: parrot_2023`` where the experiment has ``shared_prefix``);
+``--parrot-per-seq-s S`` gives Parrot's engine a host cost of S seconds per sequence per iteration
+(``runtimes.parrot.overhead_per_seq_s`` of a copy of the A6000 profile; a what-if, not shipped);
 ``--set PATH=VALUE`` overrides a run config field (dotted path under the run; repeatable).
 Nothing is fitted: these are held-out measurements.
 """
@@ -20,12 +23,15 @@ Nothing is fitted: these are held-out measurements.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from ruamel.yaml import YAML
 
 from parrotsim.api import RunConfig, load_experiment, simulate
+from parrotsim.sim.model.profile import shipped_profiles
 
 DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_a6000"
 FIG19_METRICS = {"chat_normalized_latency_ms": "chat_normalized_latency",
@@ -81,10 +87,23 @@ def fig19(overrides, seeds: int, era: bool) -> None:
             print(line)
 
 
+def per_seq_profile(seconds: float, folder: Path) -> str:
+    """A copy of the A6000 profile whose Parrot runtime pays ``seconds`` per sequence per
+    iteration; returns its path."""
+    yaml = YAML()
+    data = yaml.load(shipped_profiles()["a6000_llama-7b"].read_text())
+    data["runtimes"]["parrot"]["overhead_per_seq_s"] = seconds
+    path = folder / "a6000_llama-7b-per-seq.yaml"
+    with path.open("w") as f:
+        yaml.dump(data, f)
+    return str(path)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fig19-seeds", type=int, default=20)
     ap.add_argument("--artifact-kernels", action="store_true")
+    ap.add_argument("--parrot-per-seq-s", type=float, default=None)
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE")
     args = ap.parse_args()
     overrides = []
@@ -93,8 +112,12 @@ def main() -> None:
         if not value:
             ap.error(f"--set {item}: expected PATH=VALUE")
         overrides.append((path.split("."), value))
-    fig17(overrides, args.artifact_kernels)
-    fig19(overrides, args.fig19_seeds, args.artifact_kernels)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.parrot_per_seq_s is not None:
+            overrides.append((["cluster", "profile"], per_seq_profile(args.parrot_per_seq_s,
+                                                                      Path(tmp))))
+        fig17(overrides, args.artifact_kernels)
+        fig19(overrides, args.fig19_seeds, args.artifact_kernels)
 
 
 if __name__ == "__main__":
