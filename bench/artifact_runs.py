@@ -1,10 +1,13 @@
-"""The A6000 profile against the artifact's own A6000 measurements (Figs 17 and 19).
+"""The paper profiles against the artifact's own printed results (Figs 17, 18 and 19).
 
-    python bench/a6000_artifact.py [--fig19-seeds 20] [--artifact-kernels]
+    python bench/artifact_runs.py [--fig19-seeds 20] [--artifact-kernels]
                                    [--parrot-per-seq-s S] [--set PATH=VALUE ...]
 
 Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
-printed (``calibrate/measurements/artifact_a6000``), the simulated value and its signed error:
+printed (``calibrate/measurements/artifact_runs``), the simulated value and its signed error:
+
+* Fig 18 (one A100-80GB, LLaMA-13B): each system's time for the 10 MetaGPT rounds at 4, 8,
+  12 and 16 files, the artifact's re-run;
 
 * Fig 17: each system's mean normalized latency (ms per output token) at every request rate
   the artifact ran that the experiment sweeps;
@@ -33,7 +36,7 @@ from ruamel.yaml import YAML
 from parrotsim.api import RunConfig, load_experiment, simulate
 from parrotsim.sim.model.profile import shipped_profiles
 
-DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_a6000"
+DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_runs"
 FIG19_METRICS = {"chat_normalized_latency_ms": "chat_normalized_latency",
                  "chat_decode_time_ms": "chat_decode_time", "mr_jct_s": "mean_jct_map_reduce"}
 
@@ -62,6 +65,19 @@ def fig17(overrides, era: bool) -> None:
             continue
         sim = simulate(_config(run, overrides, era)).summary["normalized_latency"]
         print(f"  {key[0]:24s} {key[1]:5g} req/s  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
+              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+
+
+def fig18(overrides, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig18_jct.csv")
+    wanted = {(r.system, int(r.files)): r.jct_s for r in real.itertuples()}
+    print("Fig 18, MetaGPT time (s): artifact re-run vs simulated")
+    for run in load_experiment("paper/fig18").runs:
+        key = (run.labels["variant"], int(run.labels["workload.files"]))
+        if key not in wanted:
+            continue
+        sim = simulate(_config(run, overrides, era)).summary["mean_jct"]
+        print(f"  {key[0]:24s} {key[1]:3d} files  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
               f"{100 * (sim / wanted[key] - 1):+6.1f} %")
 
 
@@ -117,6 +133,7 @@ def main() -> None:
             overrides.append((["cluster", "profile"], per_seq_profile(args.parrot_per_seq_s,
                                                                       Path(tmp))))
         fig17(overrides, args.artifact_kernels)
+        fig18(overrides, args.artifact_kernels)
         fig19(overrides, args.fig19_seeds, args.artifact_kernels)
 
 

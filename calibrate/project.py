@@ -10,7 +10,10 @@ For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from 
    ``max(t(1 token) x bw ratio x k_lin, T x (t(T_max) / T_max) x FLOP ratio)`` (weights read
    once vs the GEMMs at the largest measured T's rate); paged decode attention (its curve and
    its sequences x context grid, whose shape is the H200's, waves of 132 SMs included), the
-   per-sequence cost and the shared-prefix prefix part scale by bandwidth x k_attn; prefill
+   per-sequence cost and the shared-prefix prefix part scale by bandwidth x k_attn, and so does
+   the paged kernel's grid over shared prefix pages (``paged_shared_prefix``, the saving of
+   co-running programs reading the same pages through L2) for GPUs whose L2 is of the H200's
+   class (:data:`L2_SHARED_PAGES`); prefill
    attention scales by the FLOP ratio; the fixed per-iteration overhead (launches) is kept;
 2. fits to the facts of ``parrotsim.calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
    and 1.2K context takes 21.1 ms on the A100, k_attn by grid search minimising the median
@@ -20,6 +23,10 @@ For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from 
    fill of the 5107-token Bing prefix;
 3. writes ``<gpu>_<model>.yaml`` (``source: projected+fitted``, the shipped default for that
    GPU; the earlier interim fit stays as ``<gpu>_<model>-interim.yaml``) with the residuals.
+
+``--shared-pages-only`` adds just the projected ``paged_shared_prefix`` grid to the shipped
+profiles of those GPUs, with each profile's own bandwidth ratio and k_attn (no refit: the grid
+touches neither fact the knobs are fitted to, the batch-1 decode step and Fig 10's chats).
 
 The A100/13B profile's residuals hold the replayed Fig 10 per-cell errors.
 """
@@ -38,6 +45,7 @@ from parrotsim.calibrate.roofline import GPUS
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.profile import (
     Curve,
+    Grid2D,
     Profile,
     dump_profile,
     load_profile,
@@ -46,6 +54,11 @@ from parrotsim.sim.model.profile import (
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 ATTN_GRID = (0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0)
+#: GPUs the H200's paged-over-shared-pages grid is carried to: the saving comes from co-running
+#: programs of a fork group hitting L2 on pages a group mate just read (kernels/results/
+#: session9: 30-34 % from batch 16 on, LLaMA-7B and 13B heads), assumed to hold on an L2 of the
+#: H200's class (A100 40 MB against 60 MiB) and not measured on the A6000's 6 MB
+L2_SHARED_PAGES = ("a100-80gb",)
 TARGETS = {"a100-80gb_llama-13b": ("a100-80gb", "llama-13b"),
            "a100-80gb_llama-7b": ("a100-80gb", "llama-7b"),
            "a6000_llama-7b": ("a6000", "llama-7b")}
@@ -79,7 +92,7 @@ def scale_curves(src: Profile, gpu: str, k_lin: float = 1.0, k_attn: float = 1.0
         "decode_paged_grid": None if paged_grid is None else paged_grid.model_copy(update={
             "seconds": [[s * r_bw * k_attn for s in row] for row in paged_grid.seconds]}),
         "shared_prefix": shared,
-        "paged_shared_prefix": None,  # L2 reuse over shared pages: the source GPU's, not scaled
+        "paged_shared_prefix": shared_pages_grid(src, gpu, k_attn),
         "decode_paged_waves": None,  # wave quantisation over the source GPU's SMs, not scaled
         "prefill_attention": Curve(x=c.prefill_attention.x,
                                    seconds=[s * r_fl for s in c.prefill_attention.seconds]),
@@ -87,6 +100,31 @@ def scale_curves(src: Profile, gpu: str, k_lin: float = 1.0, k_attn: float = 1.0
             "seconds": [[s * r_fl for s in row] for row in grid.seconds]}),
     })
     return src.model_copy(update={"gpu": GPUS[gpu], "curves": curves, "runtimes": {}})
+
+
+def shared_pages_grid(src: Profile, gpu: str, k_attn: float) -> Grid2D | None:
+    """The source's ``paged_shared_prefix`` grid scaled like decode attention (bandwidth ratio
+    x ``k_attn``) for a GPU of :data:`L2_SHARED_PAGES`; else ``None``."""
+    grid = src.curves.paged_shared_prefix
+    if grid is None or gpu not in L2_SHARED_PAGES:
+        return None
+    r_bw, _ = ratios(src, gpu)
+    return grid.model_copy(update={"seconds": [[t * r_bw * k_attn for t in row]
+                                               for row in grid.seconds]})
+
+
+def add_shared_pages(path: Path, gpu: str) -> bool:
+    """Write the projected ``paged_shared_prefix`` grid into the projected profile at ``path``
+    (its source, bandwidth ratio and k_attn from its ``environment``); False if there is none."""
+    prof = load_profile(path)
+    env = prof.environment
+    grid = shared_pages_grid(load_profile(env["projected_from"]), gpu,
+                             float(env["k_attention_bandwidth"]))
+    if grid is None:
+        return False
+    curves = prof.curves.model_copy(update={"paged_shared_prefix": grid})
+    dump_profile(prof.model_copy(update={"curves": curves}), path)
+    return True
 
 
 def solve_k_lin(src: Profile, gpu: str, k_attn: float) -> float:
@@ -154,8 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Project H200 profiles to the paper's hardware.")
     ap.add_argument("--out", type=Path, default=PROFILES_DIR)
     ap.add_argument("--seeds", type=int, default=2, help="seeds per Fig 10 cell")
+    ap.add_argument("--shared-pages-only", action="store_true",
+                    help="add the projected paged_shared_prefix grid to the profiles in --out")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.shared_pages_only:
+        for name, (gpu, _) in TARGETS.items():
+            if add_shared_pages(args.out / f"{name}.yaml", gpu):
+                print(f"wrote paged_shared_prefix into {args.out / f'{name}.yaml'}")
+        return 0
     if "h200_llama-13b" not in shipped_profiles() or "h200_llama-7b" not in shipped_profiles():
         print("needs the measured h200_llama-13b and h200_llama-7b profiles")
         return 1

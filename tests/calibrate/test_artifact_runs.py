@@ -1,6 +1,7 @@
-"""The artifact's A6000 results (calibrate/measurements/artifact_a6000) line up with the shipped
-experiments that bench/a6000_artifact.py compares them with: every Fig 17 point is a swept rate of
-an existing variant, every Fig 19 system a variant, each campaign 5 runs per system."""
+"""The artifact's printed results (calibrate/measurements/artifact_runs) line up with the shipped
+experiments that bench/artifact_runs.py compares them with: every Fig 17 point is a swept rate of
+an existing variant, every Fig 18 point a swept file count, every Fig 19 system a variant, each
+campaign 5 runs per system."""
 
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pandas as pd
 
 from parrotsim.api import load_experiment
 
-DATA = Path(__file__).resolve().parents[2] / "calibrate" / "measurements" / "artifact_a6000"
+DATA = Path(__file__).resolve().parents[2] / "calibrate" / "measurements" / "artifact_runs"
 
 
 def test_fig17_points_are_swept():
@@ -17,6 +18,15 @@ def test_fig17_points_are_swept():
     real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
     points = {(r.series, float(r.rate)) for r in real.itertuples()}
     assert len(points) == len(real) == 16
+    assert points <= runs
+
+
+def test_fig18_points_are_swept():
+    runs = {(r.labels["variant"], int(r.labels["workload.files"]))
+            for r in load_experiment("paper/fig18").runs}
+    real = pd.read_csv(DATA / "fig18_jct.csv")
+    points = {(r.system, int(r.files)) for r in real.itertuples()}
+    assert len(points) == len(real) == 15
     assert points <= runs
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from parrotsim.calibrate import facts
-from parrotsim.calibrate.project import decode_step, scale_curves
+from parrotsim.calibrate.project import decode_step, scale_curves, shared_pages_grid
 from parrotsim.sim.model.profile import load_profile
 
 NAMES = ["a100-80gb_llama-13b", "a100-80gb_llama-7b", "a6000_llama-7b"]
@@ -26,12 +26,31 @@ def test_a100_13b_decode_step():
 
 
 def test_projection_leaves_source_gpu_terms_out():
-    """The H200 7B profile's wave model counts the H200's 132 SMs and its shared-page grid is
-    the H200's L2: neither is carried to a projected GPU (they were, for the waves, until the
-    projection named them)."""
+    """The H200 7B profile's wave model counts the H200's 132 SMs: it is never carried to a
+    projected GPU (it was, until the projection named it). Its shared-page grid is the saving
+    of co-running programs through L2: carried to the A100 (an L2 of the H200's class), scaled
+    like decode attention, not to the A6000 (6 MB)."""
     src = load_profile("h200_llama-7b")
     assert src.curves.decode_paged_waves is not None and src.curves.paged_shared_prefix is not None
-    projected = scale_curves(src, "a6000")
-    assert projected.curves.decode_paged_waves is None
-    assert projected.curves.paged_shared_prefix is None
-    assert projected.gpu.name == "NVIDIA RTX A6000"
+    a6000 = scale_curves(src, "a6000", k_attn=0.8)
+    assert a6000.curves.decode_paged_waves is None
+    assert a6000.curves.paged_shared_prefix is None
+    assert a6000.gpu.name == "NVIDIA RTX A6000"
+    a100 = scale_curves(src, "a100-80gb", k_attn=0.8)
+    assert a100.curves.decode_paged_waves is None
+    r_bw = src.gpu.hbm_tb_s / a100.gpu.hbm_tb_s
+    got, want = a100.curves.paged_shared_prefix, src.curves.paged_shared_prefix
+    assert got.x == want.x and got.y == want.y
+    assert got.seconds[3][4] == pytest.approx(want.seconds[3][4] * r_bw * 0.8)
+
+
+def test_shipped_a100_profiles_carry_their_projected_shared_pages():
+    """The shipped A100 profiles hold the grid the projection gives with their own knobs
+    (``python -m parrotsim.calibrate.project --shared-pages-only``); the A6000 holds none."""
+    for name, gpu in (("a100-80gb_llama-13b", "a100-80gb"), ("a100-80gb_llama-7b", "a100-80gb")):
+        prof = load_profile(name)
+        env = prof.environment
+        want = shared_pages_grid(load_profile(env["projected_from"]), gpu,
+                                 float(env["k_attention_bandwidth"]))
+        assert prof.curves.paged_shared_prefix == want
+    assert load_profile("a6000_llama-7b").curves.paged_shared_prefix is None
