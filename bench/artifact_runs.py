@@ -1,4 +1,4 @@
-"""The paper profiles against the artifact's own printed results (Figs 17, 18 and 19).
+"""The paper profiles against the artifact's own printed results (Figs 15, 17, 18 and 19).
 
     python bench/artifact_runs.py [--fig19-seeds 20] [--artifact-kernels]
                                    [--parrot-per-seq-s S] [--set PATH=VALUE ...]
@@ -6,6 +6,8 @@
 Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
 printed (``calibrate/measurements/artifact_runs``), the simulated value and its signed error:
 
+* Fig 15 (one A100-80GB, LLaMA-7B, Bing Copilot): each system's mean request latency at each
+  batch size, the artifact's re-run (the mean of its printed per-request times);
 * Fig 18 (one A100-80GB, LLaMA-13B): each system's time for the 10 MetaGPT rounds at 4, 8,
   12 and 16 files, the artifact's re-run;
 
@@ -65,6 +67,19 @@ def fig17(overrides, era: bool) -> None:
             continue
         sim = simulate(_config(run, overrides, era)).summary["normalized_latency"]
         print(f"  {key[0]:24s} {key[1]:5g} req/s  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
+              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+
+
+def fig15(overrides, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig15_latency.csv")
+    wanted = {(r.system, int(r.batch)): r.mean_latency_s for r in real.itertuples()}
+    print("Fig 15, Bing mean request latency (s): artifact re-run vs simulated")
+    for run in load_experiment("paper/fig15").runs:
+        key = (run.labels["variant"], int(run.labels["cluster.scheduler.slots"]))
+        if key not in wanted:
+            continue
+        sim = simulate(_config(run, overrides, era)).summary["mean_engine_latency"]
+        print(f"  {key[0]:24s} batch {key[1]:3d}  real {wanted[key]:7.2f}  sim {sim:7.2f}  "
               f"{100 * (sim / wanted[key] - 1):+6.1f} %")
 
 
@@ -132,6 +147,7 @@ def main() -> None:
         if args.parrot_per_seq_s is not None:
             overrides.append((["cluster", "profile"], per_seq_profile(args.parrot_per_seq_s,
                                                                       Path(tmp))))
+        fig15(overrides, args.artifact_kernels)
         fig17(overrides, args.artifact_kernels)
         fig18(overrides, args.artifact_kernels)
         fig19(overrides, args.fig19_seeds, args.artifact_kernels)

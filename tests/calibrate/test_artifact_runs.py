@@ -1,6 +1,6 @@
 """The artifact's printed results (calibrate/measurements/artifact_runs) line up with the shipped
 experiments that bench/artifact_runs.py compares them with: every Fig 17 point is a swept rate of
-an existing variant, every Fig 18 point a swept file count, every Fig 19 system a variant, each
+an existing variant, every Fig 15 / Fig 18 point a swept batch size / file count, every Fig 19 system a variant, each
 campaign 5 runs per system."""
 
 from pathlib import Path
@@ -19,6 +19,16 @@ def test_fig17_points_are_swept():
     points = {(r.series, float(r.rate)) for r in real.itertuples()}
     assert len(points) == len(real) == 16
     assert points <= runs
+
+
+def test_fig15_points_are_swept():
+    runs = {(r.labels["variant"], int(r.labels["cluster.scheduler.slots"]))
+            for r in load_experiment("paper/fig15").runs}
+    real = pd.read_csv(DATA / "fig15_latency.csv")
+    points = {(r.system, int(r.batch)) for r in real.itertuples()}
+    assert len(points) == len(real) == 10
+    assert points <= runs
+    assert (real["mean_latency_s"] < real["total_e2e_s"]).all()
 
 
 def test_fig18_points_are_swept():
