@@ -1,4 +1,4 @@
-"""The paper profiles against the artifact's own printed results (Figs 15, 17, 18 and 19).
+"""The paper profiles against the artifact's own printed results (Figs 14a, 15, 17, 18, 19).
 
     python bench/artifact_runs.py [--fig19-seeds 20] [--artifact-kernels]
                                    [--parrot-per-seq-s S] [--set PATH=VALUE ...]
@@ -6,6 +6,8 @@
 Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
 printed (``calibrate/measurements/artifact_runs``), the simulated value and its signed error:
 
+* Fig 14a (one A100-80GB, LLaMA-13B, map-reduce at chunk 1024): each system's mean JCT over the
+  10 documents at each output length, the artifact's re-run;
 * Fig 15 (one A100-80GB, LLaMA-7B, Bing Copilot): each system's mean request latency at each
   batch size, the artifact's re-run (the mean of its printed per-request times);
 * Fig 18 (one A100-80GB, LLaMA-13B): each system's time for the 10 MetaGPT rounds at 4, 8,
@@ -68,6 +70,22 @@ def fig17(overrides, era: bool) -> None:
         sim = simulate(_config(run, overrides, era)).summary["normalized_latency"]
         print(f"  {key[0]:24s} {key[1]:5g} req/s  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
               f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+
+
+def fig14(overrides, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig14_output_len.csv")
+    want = real.groupby(["system", "output_len"])["jct_s"].mean().to_dict()
+    sims: dict[tuple, list[float]] = {}
+    for run in load_experiment("paper/fig14").runs:
+        key = (run.labels["variant"], int(run.labels["workload.output_len"]))
+        if int(run.labels["workload.chunk_size"]) != 1024 or key not in want:
+            continue
+        sims.setdefault(key, []).append(simulate(_config(run, overrides, era)).summary["mean_jct"])
+    print("Fig 14a, map-reduce JCT at chunk 1024, mean of 10 documents (s): re-run vs simulated")
+    for key in sorted(sims):
+        sim = float(np.mean(sims[key]))
+        print(f"  {key[0]:24s} output {key[1]:3d}  real {want[key]:7.2f}  sim {sim:7.2f}  "
+              f"{100 * (sim / want[key] - 1):+6.1f} %")
 
 
 def fig15(overrides, era: bool) -> None:
@@ -147,6 +165,7 @@ def main() -> None:
         if args.parrot_per_seq_s is not None:
             overrides.append((["cluster", "profile"], per_seq_profile(args.parrot_per_seq_s,
                                                                       Path(tmp))))
+        fig14(overrides, args.artifact_kernels)
         fig15(overrides, args.artifact_kernels)
         fig17(overrides, args.artifact_kernels)
         fig18(overrides, args.artifact_kernels)

@@ -21,17 +21,17 @@ MEASURED = "bench/why_notes.py"
 
 NOTES: dict[str, str] = {
     "fig14a.out100":
-        "partly the paged kernel: the artifact's engines (vLLM 0.1.4 and Parrot's) ran vLLM "
-        "0.1.4's kernel without KV split; with it (cluster.paged_kernel: vllm_0_1_4) Parrot's "
-        "mean JCT at output 100 grows 8.4 % (11.75 to 12.74 s) and the baseline's 2.9 % (32.78 "
-        "to 33.72 s), and the ratio is 2.647 (" + MEASURED + "). The paper experiments keep "
-        "today's kernel until the paper profiles are fitted with the old one "
-        "(experiments/README.md); the rest of the gap is not explained",
+        "the simulated Parrot is the side that is off: against the artifact's re-run (mean of "
+        "10 documents, chunk 1024) it is 16-18 % fast at every output length (11.75 against "
+        "14.30 s at 100) while the baseline is 6-9 % fast (32.78 against 35.02 s), and the re-run's "
+        "own ratio is 2.45 (bench/artifact_runs.py); why the simulated Parrot engine is fast here "
+        "is not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.647 "
+        "(" + MEASURED + ")",
     "fig14b.mean":
-        "partly the paged kernel: the artifact's engines ran vLLM 0.1.4's kernel without KV "
-        "split; with it (cluster.paged_kernel: vllm_0_1_4) the mean ratio over chunk sizes is "
-        "2.289, inside 15 % (" + MEASURED + "). The paper experiments keep today's kernel "
-        "until the paper profiles are fitted with the old one (experiments/README.md)",
+        "the simulated Parrot is the side that is off: at output 50 and chunk 1024 it is 16.3 % "
+        "faster than the artifact's re-run, the baseline 7.4 % (bench/artifact_runs.py); why is "
+        "not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.289, "
+        "inside 15 % (" + MEASURED + ")",
     "fig15.shared_b8":
         "Parrot at batch 8 is simulated 13.7 % faster than the artifact's re-run ({parrot@8} "
         "against 7.31 s) while Baseline w/ Sharing is within 0.6 % (bench/artifact_runs.py)",

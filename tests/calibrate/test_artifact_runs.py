@@ -47,3 +47,11 @@ def test_fig19_systems_and_runs():
     counts = real.groupby(["campaign", "system"]).size()
     assert len(counts) == 6 and (counts == 5).all()
     assert (real[["chat_normalized_latency_ms", "chat_decode_time_ms", "mr_jct_s"]] > 0).all().all()
+
+
+def test_fig14_points_are_swept():
+    runs = {(r.labels["variant"], int(r.labels["workload.output_len"]),
+             int(r.labels["workload.chunk_size"])) for r in load_experiment("paper/fig14").runs}
+    real = pd.read_csv(DATA / "fig14_output_len.csv")
+    assert len(real) == 80 and set(real.doc) == set(range(10))
+    assert {(r.system, int(r.output_len), int(r.chunk_size)) for r in real.itertuples()} <= runs
