@@ -38,13 +38,10 @@ class DecodeStretch:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
         self.n_seqs = n_seqs
         self.excess = excess
-        self.fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
-        xs, ys, last = paged.xs, paged.ys, paged.last
-        seg = min(max(bisect_right(xs, kv0) - 1, 0), last)
-        slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-        self._a0 = self.fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))
+        self.fixed, seg, slope, self._a0 = _first_line(cm, base, kv0, paged, n_seqs)
+        xs, last = paged.xs, paged.last
         self._b0 = cm.scale * slope * growth
         if seg == last or growth <= 0:
             self._n0 = 1 << 62
@@ -57,6 +54,16 @@ class DecodeStretch:
             self._n0 = min(self._n0, end) if growth > 0 else self._n0
         #: duration of step 0 (s)
         self.first = self._a0
+
+    @staticmethod
+    def first_step(cm: CostModel, base: float, kv0: int, paged: Interp, n_seqs: int,
+                   excess: ExcessSeries | None) -> float:
+        """The :attr:`first` of a stretch of these terms, without building the stretch (the
+        same floats, formed the same way)."""
+        a0 = _first_line(cm, base, kv0, paged, n_seqs)[3]
+        if excess is not None:
+            a0 += cm.scale * excess.piece(0)[0]
+        return a0
 
     def step(self, j: int) -> float:
         """Duration of step ``j`` (0-based)."""
@@ -146,3 +153,14 @@ class DecodeStretch:
             else:
                 lo = mid
         return hi
+
+
+def _first_line(cm: CostModel, base: float, kv0: int, paged: Interp,
+                n_seqs: int) -> tuple[float, int, float, float]:
+    """(host seconds per step, the paged curve's segment at ``kv0``, its slope, the first
+    step's seconds without the excess) of a stretch."""
+    fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
+    xs, ys = paged.xs, paged.ys
+    seg = min(max(bisect_right(xs, kv0) - 1, 0), paged.last)
+    slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
+    return fixed, seg, slope, fixed + cm.scale * (base + ys[seg] + slope * (kv0 - xs[seg]))

@@ -59,7 +59,8 @@ class InFlight:
 
     A prompt-filling iteration is never cut short. A decode-only batch runs as a stretch of
     ``steps`` identical iterations costed by ``stretch``; an arrival may cut it after the
-    iteration in progress, which lowers ``steps`` and ``end``.
+    iteration in progress, which lowers ``steps`` and ``end``. An iteration after the first
+    of a run of repeated decodes (``Engine._repeat``) has no stretch: it is one step.
     """
 
     start: float
@@ -148,7 +149,8 @@ class Engine:
     def notify(self) -> None:
         """Something changed what the engine could run (a call arrived, or a waiting call's
         inputs completed): reschedule after the iteration in progress."""
-        if self._work is not None and self._work.stretch is not None:
+        if self._work is not None and (self._work.stretch is not None
+                                       or self._repeat is not None):
             self._cut_stretch()
         elif self._idle:  # wake at the current time, after the other events of this instant
             self._idle = False
@@ -273,12 +275,11 @@ class Engine:
         self.policy.on_repeated_step(self.state)
         n = len(batch.decodes)
         longest = None if run.longest0 is None else run.longest0 + j
-        stretch = self.cost.decode_stretch(n, run.kv0 + n * j, n, run.groups, longest)
         start = self.clock
-        end = start + stretch.duration(1)
+        end = start + self.cost.decode_step(n, run.kv0 + n * j, n, run.groups, longest)
         if not end > start:
             self._stopped_clock(batch, end - start)
-        self._work = InFlight(start, end, batch, stretch, 1)
+        self._work = InFlight(start, end, batch, None, 1)  # the run says how it is cut
         self._wake_at(end)
 
     def _stopped_clock(self, batch: Batch, seconds: float) -> None:
