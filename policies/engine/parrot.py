@@ -36,6 +36,7 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable
 from operator import attrgetter
@@ -89,6 +90,22 @@ class ParrotEngineConfig(EnginePolicyConfig):
 
     def make(self) -> ParrotEnginePolicy:
         return ParrotEnginePolicy(self)
+
+
+def merge_tail(items: list[Sequence], start: int, key: Callable[[Sequence], tuple]) -> None:
+    """Sort ``items`` by ``key`` in place, ``items[:start]`` being sorted already: what a
+    stable ``items.sort(key=key)`` gives, the tail's elements placed one by one by bisection
+    (O(k log n) keys for k of them, not n keys and a sort of n)."""
+    tail = sorted(items[start:], key=key)  # stable: ties keep the tail's order
+    del items[start:]
+    if not items or not key(tail[0]) < key(items[-1]):  # ties go after the sorted part
+        items.extend(tail)
+        return
+    lo = 0
+    for s in tail:  # after its equals (insort_right), each past the previous one placed
+        lo = bisect.bisect_right(items, key(s), lo, key=key)
+        items.insert(lo, s)
+        lo += 1
 
 
 def _follow(running: list[Sequence], jobs: list[tuple[Sequence, int]],
@@ -190,9 +207,15 @@ class ParrotEnginePolicy(ParrotUnstick):
                 jobs = [(s, 0) for s in reversed(head)]
         fill_n = {s.uid: n for s, n in jobs if n}
         key = self._key
-        in_order = self._in_order and _follow(state.running, jobs, key)
+        sorted_before = self._in_order
+        in_order = sorted_before and _follow(state.running, jobs, key)
+        ran_before = len(state.running)
         self._take(state, jobs)
-        if not in_order:
+        if in_order:
+            pass
+        elif sorted_before:  # running was in order: only the admitted jobs need placing
+            merge_tail(state.running, ran_before, key)
+        else:
             state.running.sort(key=key)
         self._in_order = True
         limit = self.cfg.max_total_tokens
