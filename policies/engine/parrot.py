@@ -36,7 +36,6 @@ an iteration whose fill exceeds ``max_num_batched_tokens``.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Callable
 from operator import attrgetter
@@ -46,6 +45,7 @@ from pydantic import Field
 
 from parrotsim.policies.engine.kv_horizon import steps_within_blocks
 from parrotsim.policies.engine.parrot_admission import is_ready
+from parrotsim.policies.engine.parrot_order import merge_tail
 from parrotsim.policies.engine.parrot_shortage import (
     grow_decodes,
     held_tokens,
@@ -90,22 +90,6 @@ class ParrotEngineConfig(EnginePolicyConfig):
 
     def make(self) -> ParrotEnginePolicy:
         return ParrotEnginePolicy(self)
-
-
-def merge_tail(items: list[Sequence], start: int, key: Callable[[Sequence], tuple]) -> None:
-    """Sort ``items`` by ``key`` in place, ``items[:start]`` being sorted already: what a
-    stable ``items.sort(key=key)`` gives, the tail's elements placed one by one by bisection
-    (O(k log n) keys for k of them, not n keys and a sort of n)."""
-    tail = sorted(items[start:], key=key)  # stable: ties keep the tail's order
-    del items[start:]
-    if not items or not key(tail[0]) < key(items[-1]):  # ties go after the sorted part
-        items.extend(tail)
-        return
-    lo = 0
-    for s in tail:  # after its equals (insort_right), each past the previous one placed
-        lo = bisect.bisect_right(items, key(s), lo, key=key)
-        items.insert(lo, s)
-        lo += 1
 
 
 def _follow(running: list[Sequence], jobs: list[tuple[Sequence, int]],

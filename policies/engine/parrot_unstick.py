@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from parrotsim.policies.engine.parrot_after_stuck import ParrotAfterStuck
+from parrotsim.policies.engine.parrot_order import merge_tail
 from parrotsim.sim.model.engine_policy import EngineState
 from parrotsim.sim.model.sequence import Batch, Sequence
 
@@ -96,8 +97,12 @@ class ParrotUnstick(ParrotAfterStuck):
         waiting, running = state.waiting, state.running
         for _ in range(len(head)):
             waiting.popleft()
+        before = len(running)
         running.extend(reversed(head))  # the admitted jobs, in queue order
-        running.sort(key=key)
+        if self._in_order:  # running was in running order: place only the admitted jobs
+            merge_tail(running, before, key)
+        else:
+            running.sort(key=key)
         self.memory_stalls += 1  # every job short of a block
         self._unstable = True
         kv = state.kv
@@ -123,6 +128,7 @@ class ParrotUnstick(ParrotAfterStuck):
             i = running.index(one)  # sequences compare by identity
             back = running[:i] + running[i + 1:]
             state.running = [one]
+            self._in_order = True  # one job is in order
             if self.cfg.scheduler != "tgi":
                 self._record_stuck_back(back)
         else:
