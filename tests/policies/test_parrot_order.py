@@ -51,7 +51,7 @@ def test_random_cases_equal_the_stable_sort(key):
     rng = random.Random(7)
     uid = 0
     for _ in range(500):
-        n, k = rng.randrange(0, 12), rng.randrange(0, 8)
+        n, k = rng.randrange(0, 40), rng.randrange(0, 30)  # k past MERGE_MAX too
         jobs = []
         for _ in range(n + k):
             jobs.append(Job(float(rng.randrange(6)), uid))  # few arrival times: many ties
