@@ -283,7 +283,9 @@ class CostModel:
         by default the longest context without groups, and no skewed-batch excess with them.
         """
         decodes = batch.decodes
-        kv = sum([s.kv_tokens for s in decodes]) - shared_tokens if decodes else 0
+        # Sequence.kv_tokens, inlined (a mixed batch may hold ~100 decodes)
+        kv = sum([s.cached_len + (s.ctx.tokens if s.ctx is not None else 0)
+                  for s in decodes]) - shared_tokens if decodes else 0
         if self.waves is None or not decodes or (
                 shared and not (self.suffix_waves or self.group_waves)):
             longest = None
