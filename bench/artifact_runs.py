@@ -59,59 +59,53 @@ def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> R
     return RunConfig.model_validate(data)
 
 
-def fig17(overrides, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
-    wanted = {(r.series, float(r.rate)): r.normalized_latency_ms for r in real.itertuples()}
-    print("Fig 17, normalized latency (ms/token): artifact re-run vs simulated")
-    for run in load_experiment("paper/fig17").runs:
-        key = (run.labels["variant"], float(run.labels["workload.rate"]))
-        if key not in wanted:
-            continue
-        sim = simulate(_config(run, overrides, era)).summary["normalized_latency"]
-        print(f"  {key[0]:24s} {key[1]:5g} req/s  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
-              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+def compare(title: str, experiment: str, want: dict[tuple[str, float], float], axis: str,
+            metric: str, overrides, era: bool, keep=lambda run: True) -> None:
+    """Print, per (variant, ``axis`` value) in ``want``, the real value, the simulated
+    ``metric`` (the mean over the experiment's matching runs) and the signed error."""
+    sims: dict[tuple[str, float], list[float]] = {}
+    for run in load_experiment(experiment).runs:
+        key = (run.labels["variant"], float(run.labels[axis]))
+        if key in want and keep(run):
+            sims.setdefault(key, []).append(
+                simulate(_config(run, overrides, era)).summary[metric])
+    print(title)
+    for key in sorted(sims):
+        sim, real = float(np.mean(sims[key])), want[key]
+        print(f"  {key[0]:24s} {axis.split('.')[-1]} {key[1]:6g}  real {real:8.2f}  "
+              f"sim {sim:8.2f}  {100 * (sim / real - 1):+6.1f} %")
 
 
 def fig14(overrides, era: bool) -> None:
     real = pd.read_csv(DATA / "fig14_output_len.csv")
-    want = real.groupby(["system", "output_len"])["jct_s"].mean().to_dict()
-    sims: dict[tuple, list[float]] = {}
-    for run in load_experiment("paper/fig14").runs:
-        key = (run.labels["variant"], int(run.labels["workload.output_len"]))
-        if int(run.labels["workload.chunk_size"]) != 1024 or key not in want:
-            continue
-        sims.setdefault(key, []).append(simulate(_config(run, overrides, era)).summary["mean_jct"])
-    print("Fig 14a, map-reduce JCT at chunk 1024, mean of 10 documents (s): re-run vs simulated")
-    for key in sorted(sims):
-        sim = float(np.mean(sims[key]))
-        print(f"  {key[0]:24s} output {key[1]:3d}  real {want[key]:7.2f}  sim {sim:7.2f}  "
-              f"{100 * (sim / want[key] - 1):+6.1f} %")
+    want = {(s, float(o)): v
+            for (s, o), v in real.groupby(["system", "output_len"])["jct_s"].mean().items()}
+    compare("Fig 14a, map-reduce JCT at chunk 1024, mean of 10 documents (s): re-run vs "
+            "simulated", "paper/fig14", want, "workload.output_len", "mean_jct", overrides, era,
+            keep=lambda run: int(run.labels["workload.chunk_size"]) == 1024)
 
 
 def fig15(overrides, era: bool) -> None:
     real = pd.read_csv(DATA / "fig15_latency.csv")
-    wanted = {(r.system, int(r.batch)): r.mean_latency_s for r in real.itertuples()}
-    print("Fig 15, Bing mean request latency (s): artifact re-run vs simulated")
-    for run in load_experiment("paper/fig15").runs:
-        key = (run.labels["variant"], int(run.labels["cluster.scheduler.slots"]))
-        if key not in wanted:
-            continue
-        sim = simulate(_config(run, overrides, era)).summary["mean_engine_latency"]
-        print(f"  {key[0]:24s} batch {key[1]:3d}  real {wanted[key]:7.2f}  sim {sim:7.2f}  "
-              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+    compare("Fig 15, Bing mean request latency (s): artifact re-run vs simulated",
+            "paper/fig15", {(r.system, float(r.batch)): r.mean_latency_s
+                            for r in real.itertuples()},
+            "cluster.scheduler.slots", "mean_engine_latency", overrides, era)
+
+
+def fig17(overrides, era: bool) -> None:
+    real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
+    compare("Fig 17, normalized latency (ms/token): artifact re-run vs simulated",
+            "paper/fig17", {(r.series, float(r.rate)): r.normalized_latency_ms
+                            for r in real.itertuples()},
+            "workload.rate", "normalized_latency", overrides, era)
 
 
 def fig18(overrides, era: bool) -> None:
     real = pd.read_csv(DATA / "fig18_jct.csv")
-    wanted = {(r.system, int(r.files)): r.jct_s for r in real.itertuples()}
-    print("Fig 18, MetaGPT time (s): artifact re-run vs simulated")
-    for run in load_experiment("paper/fig18").runs:
-        key = (run.labels["variant"], int(run.labels["workload.files"]))
-        if key not in wanted:
-            continue
-        sim = simulate(_config(run, overrides, era)).summary["mean_jct"]
-        print(f"  {key[0]:24s} {key[1]:3d} files  real {wanted[key]:7.1f}  sim {sim:7.1f}  "
-              f"{100 * (sim / wanted[key] - 1):+6.1f} %")
+    compare("Fig 18, MetaGPT time for 10 rounds (s): artifact re-run vs simulated",
+            "paper/fig18", {(r.system, float(r.files)): r.jct_s for r in real.itertuples()},
+            "workload.files", "mean_jct", overrides, era)
 
 
 def fig19(overrides, seeds: int, era: bool) -> None:
