@@ -70,7 +70,9 @@ def snapshot(p, b: Batch, st: EngineState, steps: int) -> tuple:
 
 
 def trace(seed: int, scheduler: str, reference: bool, fast_forward: bool,
-          shortage: bool = False) -> list[tuple]:
+          shortage: bool = False, on_schedule=None) -> list[tuple]:
+    """The decisions of one scenario; ``on_schedule(policy, batch, state, t)`` is called after
+    every ``schedule`` (a hook for invariants checked along the way)."""
     p, st, arrivals, prefix, rr = scenario(seed, scheduler, reference, shortage)
     out, t = [], 0
     while (arrivals or st.waiting or st.running) and t < 3000:
@@ -85,6 +87,8 @@ def trace(seed: int, scheduler: str, reference: bool, fast_forward: bool,
             if s.waiting_inputs and rr.random() < 0.2:
                 s.waiting_inputs = 0
         b = p.schedule(st)
+        if on_schedule is not None:
+            on_schedule(p, b, st, t)
         if b.empty:
             out.append(("idle", t))
             t += 1

@@ -11,8 +11,7 @@ from operator import attrgetter
 import pytest
 
 from parrotsim.policies.engine.parrot_order import merge_tail
-from tests.policies.test_parrot_engine import apply
-from tests.policies.test_parrot_engine_equivalence import scenario
+from tests.policies.test_parrot_engine_equivalence import trace
 
 
 class Job:
@@ -61,30 +60,16 @@ def test_random_cases_equal_the_stable_sort(key):
 
 @pytest.mark.parametrize("scheduler", ["fifo", "fifo_v2", "tgi"])
 def test_in_order_flag_holds(scheduler):
-    checked = stuck = 0
+    seen = {"checked": 0, "stuck": 0}
+
+    def check(p, b, st, t):
+        if p._in_order:
+            assert st.running == sorted(st.running, key=p._key), t
+            seen["checked"] += 1
+        if not b.empty:
+            seen["stuck"] += len(b.prefills) + len(b.decodes) == 1 and len(st.waiting) > 0
+
     for seed in [*range(60), *range(1000, 1040)]:
-        p, st, arrivals, prefix, rr = scenario(seed, scheduler, False, shortage=seed >= 1000)
-        t = 0
-        while (arrivals or st.waiting or st.running) and t < 3000:
-            while arrivals and arrivals[0][0] <= t:
-                s = arrivals.pop(0)[1]
-                p.accept(s)
-                s.arrived = float(t)
-                st.waiting.append(s)
-            if rr.random() < 0.1:
-                prefix.ready = True
-            for s in st.waiting:
-                if s.waiting_inputs and rr.random() < 0.2:
-                    s.waiting_inputs = 0
-            b = p.schedule(st)
-            if p._in_order:
-                assert st.running == sorted(st.running, key=p._key), (seed, t)
-                checked += 1
-            if b.empty:
-                t += 1
-                continue
-            stuck += len(b.prefills) + len(b.decodes) == 1 and len(st.waiting) > 0
-            steps = p.stable_decode_steps(st, b)
-            apply(p, b, st, steps)
-            t += steps
+        trace(seed, scheduler, False, True, shortage=seed >= 1000, on_schedule=check)
+    checked, stuck = seen["checked"], seen["stuck"]
     assert checked > 500 and stuck > 50, (checked, stuck)
