@@ -137,34 +137,42 @@ class ParrotClient:
             return
         names = self._stages(s.app)[s.stage]
         s.stage += 1
+        last = s.stage == (len(staged) if staged else 1)  # no stage follows this one
         by_name = s.calls
         if s.app.submit == "sequential":
-            self._post_in_turn(s, [by_name[n] for n in names], 0)
+            self._post_in_turn(s, [by_name[n] for n in names], 0, last)
             return
         s.pending_posts = len(names)
+        answered = None if last else self._answered  # the last stage's answers start nothing
         for i, name in enumerate(names):
             call = by_name[name]
             self.env.timeout(i * self.cfg.stagger_s).callbacks.append(
-                lambda _e, c=call: self._post(s, c, self._answered))
+                lambda _e, c=call: self._post(s, c, answered))
 
-    def _post_in_turn(self, s: ParrotSession, calls: list[Call], i: int) -> None:
+    def _post_in_turn(self, s: ParrotSession, calls: list[Call], i: int, last: bool) -> None:
         if i == len(calls):
             self._post_stage(s)
             return
-        self._post(s, calls[i], lambda _s: self._post_in_turn(s, calls, i + 1))
+        after = None if last and i + 1 == len(calls) else (
+            lambda _s: self._post_in_turn(s, calls, i + 1, last))
+        self._post(s, calls[i], after)
 
     def _answered(self, s: ParrotSession) -> None:
         s.pending_posts -= 1
         if s.pending_posts == 0:
             self._post_stage(s)
 
-    def _post(self, s: ParrotSession, call: Call, on_answer: Callable) -> None:
+    def _post(self, s: ParrotSession, call: Call, on_answer: Callable | None) -> None:
+        """Post ``call``: the server registers it half a round trip later and the client has
+        the answer after a whole one (``on_answer``; None when the answer starts nothing, as
+        for the last post of the last stage: then no event is queued for it)."""
         info = s.infos[call.name]
         info.rtt = self.network.rtt()
         info.sent = self.env.now
         self.log.opens(info)
         self.env.timeout(info.rtt / 2).callbacks.append(lambda _e: self._registered(s, call))
-        self.env.timeout(info.rtt).callbacks.append(lambda _e: on_answer(s))
+        if on_answer is not None:
+            self.env.timeout(info.rtt).callbacks.append(lambda _e: on_answer(s))
 
     # ---- server side: the session DAG ------------------------------------------------------
     def _early(self, s: ParrotSession, name: str) -> bool:
