@@ -97,5 +97,9 @@ NOTES: dict[str, str] = {
         "1.10 (bench/fig19_load.py). The paper's 1.05x is itself a tie: the 25 pairings of its 5 "
         "runs per system span 0.86-1.30, and the artifact's re-run (artifact/figure18) gives 0.92x. "
         "Against those runs every simulated Fig 19 series is 16-64 % fast, the map-reduce JCTs "
-        "41-64 % (bench/artifact_runs.py)",
+        "41-64 % (bench/artifact_runs.py). Measured and ruled out as the baseline's missing "
+        "time: vLLM 0.1.4's per-step detokenization (with transformers 4.32 under 1 %; with "
+        "4.35 Fig 17's loaded baseline would run at +53-120 %, against the artifact's runs) and "
+        "FastChat 0.2.32's OpenAI server (3-5 ms of CPU per call; a 225-call burst clears in "
+        "2 s): calibrate/measurements/vllm_detokenize, fastchat_frontend",
 }
