@@ -146,6 +146,9 @@ class ParrotClient:
         answered = None if last else self._answered  # the last stage's answers start nothing
         for i, name in enumerate(names):
             call = by_name[name]
+            if i == 0:  # posted now, not from an event of no delay
+                self._post(s, call, answered)
+                continue
             self.env.timeout(i * self.cfg.stagger_s).callbacks.append(
                 lambda _e, c=call: self._post(s, c, answered))
 
