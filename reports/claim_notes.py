@@ -100,6 +100,7 @@ NOTES: dict[str, str] = {
         "41-64 % (bench/artifact_runs.py). Measured and ruled out as the baseline's missing "
         "time: vLLM 0.1.4's per-step detokenization (with transformers 4.32 under 1 %; with "
         "4.35 Fig 17's loaded baseline would run at +53-120 %, against the artifact's runs) and "
-        "FastChat 0.2.32's OpenAI server (3-5 ms of CPU per call; a 225-call burst clears in "
-        "2 s): calibrate/measurements/vllm_detokenize, fastchat_frontend",
+        "FastChat 0.2.32's OpenAI server and the LangChain client (3-5 and 2-4 ms of CPU per "
+        "call; a 225-call burst clears in 2 s): calibrate/measurements/vllm_detokenize, "
+        "fastchat_frontend",
 }

@@ -1,10 +1,10 @@
 #!/bin/bash
 # CPU cost per request of FastChat's OpenAI-compatible server (the paper baselines' front end):
 # a controller, four stand-in workers that answer at once, the server, then bursts of
-# ChatCompletion requests from openai 0.27 (as LangChain's ChatOpenAI sent them).
+# ChatCompletion requests from openai 0.27 and from LangChain's LLMChain over ChatOpenAI.
 #   python3 -m venv /tmp/fc && /tmp/fc/bin/pip install "fschat==0.2.32" "pydantic<2" \
 #     "openai==0.27.8" "fastapi==0.103.0" "starlette==0.27.0" "uvicorn==0.23.2" \
-#     "httpx==0.24.1" "anyio==3.7.1" "aiohttp==3.8.5" tiktoken
+#     "httpx==0.24.1" "anyio==3.7.1" "aiohttp==3.8.5" tiktoken "langchain==0.0.335"
 #   bash calibrate/tools/fastchat_frontend/run.sh /tmp/fc/bin/python
 # Prints one line per run: wall time, and CPU ms per request of the client, the server and the
 # controller (from /proc, so other load on the machine does not inflate it).
@@ -26,5 +26,7 @@ $P -m fastchat.serve.openai_api_server --host 127.0.0.1 --port 8000 \
   --controller-address http://127.0.0.1:21001 > api.log 2>&1 & API=$!
 for _ in $(seq 90); do curl -sf -o /dev/null http://127.0.0.1:8000/v1/models && break; sleep 1; done
 $P -c "import fastchat; print('fschat', fastchat.__version__)"
-$P "$HERE/burst_client.py" 20 serial $API,$CTL
-for n in 10 30 60 225; do $P "$HERE/burst_client.py" $n burst $API,$CTL; done
+for client in openai langchain; do
+  $P "$HERE/burst_client.py" 20 serial $API,$CTL $client
+  for n in 10 30 60 225; do $P "$HERE/burst_client.py" $n burst $API,$CTL $client; done
+done
