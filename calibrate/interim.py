@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from parrotsim.calibrate import facts
+from parrotsim.calibrate import host_costs as host
 from parrotsim.calibrate.fig10 import fig10_cell
 from parrotsim.calibrate.roofline import GPUS, MODELS, RooflineKnobs, roofline_profile
 from parrotsim.sim.model.costmodel import CostModel
@@ -70,23 +71,35 @@ def build(gpu: str, model: str, attn_bw_eff: float, per_seq_s: float,
     return fit_runtimes(roofline_profile(GPUS[gpu], MODELS[model], knobs), bing_fill)
 
 
-def fit_runtimes(prof: Profile, bing_fill: bool) -> Profile:
+def fit_runtimes(prof: Profile, bing_fill: bool, host_costs: bool = False) -> Profile:
     """``prof`` with runtime prompt-iteration overheads and scales fitted to the chain-step
     facts (vLLM + FastChat, Parrot, HF) and, with ``bing_fill``, Parrot's fill scale to the
-    0.70 s fill of the Bing prefix (LLaMA-7B)."""
-    prompt = model_prompt_time(prof, facts.CHAIN_PROMPT_TOKENS)
+    0.70 s fill of the Bing prefix (LLaMA-7B). With ``host_costs``, vLLM's and Parrot's
+    measured host time per iteration (:mod:`parrotsim.calibrate.host_costs`) is charged as
+    runtime terms, and the fitted overheads leave room for what it adds to those one-prompt
+    iterations (off in the shipped profiles: see that module)."""
+    tokens = facts.CHAIN_PROMPT_TOKENS
+    prompt = model_prompt_time(prof, tokens)
     hf_scale = facts.HF_DECODE_STEP_S / facts.DECODE_STEP_13B_A100_S
+    vllm_seq = host.VLLM_HOST_PER_SEQ_S if host_costs else 0.0
+    job = host.PARROT_HOST_PER_JOB_S if host_costs else 0.0
+    per_token = host.PARROT_HOST_PER_CONTEXT_TOKEN_S if host_costs else 0.0
     runtimes = {
-        "vllm": Runtime(prefill_overhead_s=max(0.0, facts.VLLM_PROMPT_ITERATION_S - prompt)),
-        "parrot": Runtime(prefill_overhead_s=max(0.0, facts.PARROT_FILL_S - prompt)),
+        "vllm": Runtime(prefill_overhead_s=max(
+            0.0, facts.VLLM_PROMPT_ITERATION_S - prompt - vllm_seq), overhead_per_seq_s=vllm_seq),
+        "parrot": Runtime(prefill_overhead_s=max(
+            0.0, facts.PARROT_FILL_S - prompt - job - per_token * tokens),
+            overhead_per_seq_s=job, overhead_per_context_token_s=per_token),
         "hf": Runtime(scale=hf_scale, prefill_scale=hf_scale, prefill_overhead_s=max(
             0.0, facts.HF_PROMPT_ITERATION_S - hf_scale * prompt)),
     }
     if bing_fill:
         fill = model_prompt_time(prof, facts.BING_PREFIX_TOKENS)
         parrot = runtimes["parrot"]
+        bing_host = job + per_token * facts.BING_PREFIX_TOKENS
         runtimes["parrot"] = parrot.model_copy(update={"prefill_scale": max(
-            1e-3, (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s) / fill)})
+            1e-3, (facts.BING_PREFIX_FILL_7B_A100_S - parrot.prefill_overhead_s - bing_host)
+            / fill)})
     return prof.model_copy(update={"runtimes": runtimes})
 
 

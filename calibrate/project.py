@@ -144,13 +144,15 @@ def decode_step(prof: Profile) -> float:
     return float(CostModel(prof, "none").decode_times(1, facts.DECODE_STEP_CONTEXT, 1, [], 1)[0])
 
 
-def project(name: str, knobs: tuple[float, float]) -> Profile:
-    """Scaled and fitted profile for target ``name`` with efficiency knobs (k_lin, k_attn)."""
+def project(name: str, knobs: tuple[float, float], host_costs: bool = False) -> Profile:
+    """Scaled and fitted profile for target ``name`` with efficiency knobs (k_lin, k_attn);
+    ``host_costs``: charge the measured host time of vLLM and Parrot per iteration
+    (:mod:`parrotsim.calibrate.host_costs`)."""
     gpu, model = TARGETS[name]
     src = load_profile(f"h200_{model}")
     k_lin, k_attn = knobs
     prof = fit_runtimes(scale_curves(src, gpu, k_lin, k_attn),
-                        bing_fill=(name == "a100-80gb_llama-7b"))
+                        bing_fill=(name == "a100-80gb_llama-7b"), host_costs=host_costs)
     r_bw, r_fl = ratios(src, gpu)
     fitted_to = ["21.1 ms decode step (13B, A100, batch 1)" + (
         "" if name == "a100-80gb_llama-13b" else ": efficiencies taken from the A100/13B fit"),
@@ -170,14 +172,15 @@ def project(name: str, knobs: tuple[float, float]) -> Profile:
                         "k_attention_bandwidth": f"{k_attn:.4f}", "source_date": src.date}})
 
 
-def fit_knobs(seeds: int, verbose: bool = True) -> tuple[tuple[float, float], dict]:
+def fit_knobs(seeds: int, verbose: bool = True, host_costs: bool = False
+              ) -> tuple[tuple[float, float], dict]:
     """Grid-search the attention factor on Fig 10 (median |error|), the linear factor solved
     for the 21.1 ms decode step at each; returns the knobs and the best Fig 10 cells."""
     src = load_profile("h200_llama-13b")
     best = None
     for k_attn in ATTN_GRID:
         k_lin = solve_k_lin(src, "a100-80gb", k_attn)
-        prof = project("a100-80gb_llama-13b", (k_lin, k_attn))
+        prof = project("a100-80gb_llama-13b", (k_lin, k_attn), host_costs)
         _, cells = fig10_error(prof, seeds)
         med = float(np.median(np.abs(list(cells.values()))))
         if verbose:
@@ -194,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2, help="seeds per Fig 10 cell")
     ap.add_argument("--shared-pages-only", action="store_true",
                     help="add the projected paged_shared_prefix grid to the profiles in --out")
+    ap.add_argument("--host-costs", action="store_true",
+                    help="charge vLLM's and Parrot's measured host time per iteration "
+                         "(calibrate/host_costs.py; not in the shipped profiles)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.shared_pages_only:
@@ -204,9 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     if "h200_llama-13b" not in shipped_profiles() or "h200_llama-7b" not in shipped_profiles():
         print("needs the measured h200_llama-13b and h200_llama-7b profiles")
         return 1
-    knobs, cells = fit_knobs(args.seeds)
+    knobs, cells = fit_knobs(args.seeds, host_costs=args.host_costs)
     for name in TARGETS:
-        prof = project(name, knobs)
+        prof = project(name, knobs, args.host_costs)
         res = residuals(prof, TARGETS[name][1])
         if name == "a100-80gb_llama-13b":
             errs = np.abs(list(cells.values()))

@@ -99,8 +99,13 @@ NOTES: dict[str, str] = {
         "Against those runs every simulated Fig 19 series is 16-64 % fast, the map-reduce JCTs "
         "41-64 % (bench/artifact_runs.py). Measured and ruled out as the baseline's missing "
         "time: vLLM 0.1.4's per-step detokenization (with transformers 4.32 under 1 %; with "
-        "4.35 Fig 17's loaded baseline would run at +53-120 %, against the artifact's runs) and "
+        "4.35 Fig 17's loaded baseline would run at +53-120 %, against the artifact's runs), "
         "FastChat 0.2.32's OpenAI server and the LangChain client (3-5 and 2-4 ms of CPU per "
-        "call; a 225-call burst clears in 2 s): calibrate/measurements/vllm_detokenize, "
-        "fastchat_frontend",
+        "call; a 225-call burst clears in 2 s), the engines' host time per iteration (vLLM "
+        "0.1.4's per-sequence sampler, 95-104 us per sequence; Parrot's per-token address "
+        "lists, 18 ns per context token; charged for both, this ratio reads 0.731) and the "
+        "iterations a call waits at a busy engine's front end (FastChat: scheduled at the 6th "
+        "iteration end; Parrot's loop: the 3rd per request; modelled for both, 0.699): "
+        "calibrate/measurements/vllm_detokenize, fastchat_frontend, vllm_step_host, "
+        "parrot_iteration_host, fastchat_worker_hops",
 }

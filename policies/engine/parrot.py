@@ -59,6 +59,7 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
+from parrotsim.sim.model.front_door import PARROT_REQUEST_WAITS
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 _ARRIVAL_ORDER = attrgetter("arrived", "uid")
@@ -77,6 +78,10 @@ class ParrotEngineConfig(EnginePolicyConfig):
     max_total_tokens: int | None = Field(default=None, gt=0)
     num_kv_cache_blocks: int | None = Field(default=None, gt=0)
     fill_chunk_size: int | None = Field(default=None, gt=0)
+    #: the engine server serves each request (Fill, Fill, Generate) between iterations
+    #: (:mod:`parrotsim.sim.model.front_door`); all of a call's waits are charged before its
+    #: first fill (the server's Fill -> Fill -> Generate gaps are not placed between them)
+    front_door: bool = False
 
     def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
         if self.num_kv_cache_blocks is not None:
@@ -124,6 +129,15 @@ class ParrotEnginePolicy(ParrotUnstick):
         #: the last batch came from the step without free blocks after an admission that took
         #: back only the held-back jobs (its memo now set): the same inputs decide it again
         self._repeatable = False
+        self.front_door = cfg.front_door
+
+    def front_door_waits(self, seq: Sequence) -> int:
+        """Two iteration ends per request: one for a shared-prefix fill; for a call, its Fill
+        and Generate, and a Fill of its constant prefix unless that is already cached."""
+        if seq.fill_of is not None:
+            return PARROT_REQUEST_WAITS
+        own_prefix = any(b > seq.cached_len for b in seq.fill_breaks)
+        return PARROT_REQUEST_WAITS * (3 if own_prefix else 2)
 
     # ---- helpers -------------------------------------------------------------------------
     @property

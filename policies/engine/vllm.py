@@ -30,6 +30,7 @@ from parrotsim.sim.model.engine_policy import (
     EngineState,
     register_engine_policy,
 )
+from parrotsim.sim.model.front_door import FASTCHAT_ADMIT_WAITS, FASTCHAT_REPLY_WAITS
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 #: (seconds per prompt, seconds per prompt token) of decoding the prompts of a prefill batch
@@ -46,6 +47,10 @@ class VllmConfig(EnginePolicyConfig):
     max_num_seqs: int = Field(default=256, gt=0)
     watermark: float = Field(default=0.01, ge=0, lt=1)
     request_tracking: bool = False
+    #: FastChat 0.2.32's worker serves the HTTP calls of each request between iterations
+    #: (:mod:`parrotsim.sim.model.front_door`: a call arriving at a busy engine is scheduled at
+    #: the 6th iteration end, its answer leaves one iteration end after it finished)
+    front_door: bool = False
 
     def kv_blocks(self, capacity_tokens: int, block_size: int) -> int:
         cap = capacity_tokens if self.capacity_tokens is None else self.capacity_tokens
@@ -70,6 +75,11 @@ class VllmPolicy(EnginePolicy):
     def __init__(self, cfg: VllmConfig) -> None:
         self.cfg = cfg
         self._unsorted = False  # a re-admitted preempted sequence broke the FCFS order
+        if cfg.front_door:
+            self.front_door, self.reply_waits = True, FASTCHAT_REPLY_WAITS
+
+    def front_door_waits(self, seq: Sequence) -> int:
+        return FASTCHAT_ADMIT_WAITS
 
     def accept(self, seq: Sequence) -> None:
         prompt = truncated_prompt(seq.prompt_len, seq.output_len, self.cfg.capacity_tokens)

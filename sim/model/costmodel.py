@@ -91,6 +91,7 @@ class CostModel:
         #: per forked group: only the shared-prefix kernels launch a pass per group
         self.group_launch = 0.0 if kernel == "paged" else rt.group_launch_s
         self.host_per_seq = rt.overhead_per_seq_s
+        self.host_per_token = rt.overhead_per_context_token_s
         self.overhead = c.iteration_overhead_s
         self.per_seq = c.decode_per_seq_s
         self._linear = Interp.of(c.linear)
@@ -308,6 +309,9 @@ class CostModel:
             if shared:
                 t += self.shared_prefix_time(shared)
         host = self.prefill_fixed + self.host_per_seq * (len(batch.prefills) + len(decodes))
+        if self.host_per_token:  # every sequence's whole context, its chunk included
+            host += self.host_per_token * ((kv + shared_tokens if decodes else 0)
+                                          + sum([c + n for n, c in chunks]))
         floor = self.prefill_floor
         if decodes:
             floor += self.decode_launch + self.group_launch * len(shared or ())
@@ -324,7 +328,8 @@ class CostModel:
         unless :attr:`suffix_waves`, or :attr:`group_waves`: then ``longest`` is a whole
         context and the excess is taken over the prefixes' tokens too)."""
         base, paged, excess = self._stretch_terms(n_seqs, kv_tokens, kv_growth, shared, longest)
-        return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs, excess)
+        context = kv_tokens + sum([p * n for p, n in shared]) if self.host_per_token else 0
+        return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs, excess, context)
 
     def decode_step(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                     shared: list[SharedGroup], longest: int | None = None) -> float:
@@ -332,7 +337,8 @@ class CostModel:
         alike, without building the stretch (a repeated iteration of an engine short of KV
         blocks needs only that step)."""
         base, paged, excess = self._stretch_terms(n_seqs, kv_tokens, kv_growth, shared, longest)
-        return DecodeStretch.first_step(self, base, kv_tokens, paged, n_seqs, excess)
+        context = kv_tokens + sum([p * n for p, n in shared]) if self.host_per_token else 0
+        return DecodeStretch.first_step(self, base, kv_tokens, paged, n_seqs, excess, context)
 
     def _stretch_terms(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                        shared: list[SharedGroup], longest: int | None

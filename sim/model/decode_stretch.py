@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 class DecodeStretch:
     """Durations of consecutive decode-only iterations whose KV reads grow linearly.
 
-    Step ``j`` lasts ``fixed + scale * (base + paged(kv0 + growth * j) + excess(j))``
-    (``fixed``: the runtime's host time per step, its per-sequence part included;
+    Step ``j`` lasts ``fixed + host_token * growth * j + scale * (base + paged(kv0 + growth * j)
+    + excess(j))`` (``fixed``: the runtime's host time per step, its per-sequence part and its
+    per-context-token part at step 0 (``context0`` tokens) included;
     ``excess``: the optional skewed-batch :class:`~parrotsim.sim.model.paged_waves.ExcessSeries`,
     else 0). The paged curve (at the stretch's fixed sequence count) and the excess are
     piecewise linear, so the durations form an arithmetic series on each segment and the
@@ -31,18 +32,20 @@ class DecodeStretch:
     """
 
     __slots__ = ("cm", "base", "kv0", "growth", "paged", "n_seqs", "fixed", "first", "_a0", "_b0",
-                 "_n0", "excess")
+                 "_n0", "excess", "_host_b")
 
     def __init__(self, cm: CostModel, base: float, kv0: int, growth: int,
-                 paged: Interp, n_seqs: int = 0, excess: ExcessSeries | None = None) -> None:
+                 paged: Interp, n_seqs: int = 0, excess: ExcessSeries | None = None,
+                 context0: int = 0) -> None:
         self.cm, self.base, self.kv0, self.growth, self.paged = cm, base, kv0, growth, paged
         self.n_seqs = n_seqs
         self.excess = excess
         # The first segment's series (most stretches never leave it): step j lasts a0 + b0 * j
         # for j < n0.
-        self.fixed, seg, slope, self._a0 = _first_line(cm, base, kv0, paged, n_seqs)
+        self.fixed, seg, slope, self._a0 = _first_line(cm, base, kv0, paged, n_seqs, context0)
         xs, last = paged.xs, paged.last
-        self._b0 = cm.scale * slope * growth
+        self._host_b = cm.host_per_token * growth  # the host time's growth per step
+        self._b0 = cm.scale * slope * growth + self._host_b
         if seg == last or growth <= 0:
             self._n0 = 1 << 62
         else:
@@ -57,10 +60,10 @@ class DecodeStretch:
 
     @staticmethod
     def first_step(cm: CostModel, base: float, kv0: int, paged: Interp, n_seqs: int,
-                   excess: ExcessSeries | None) -> float:
+                   excess: ExcessSeries | None, context0: int = 0) -> float:
         """The :attr:`first` of a stretch of these terms, without building the stretch (the
         same floats, formed the same way)."""
-        a0 = _first_line(cm, base, kv0, paged, n_seqs)[3]
+        a0 = _first_line(cm, base, kv0, paged, n_seqs, context0)[3]
         if excess is not None:
             a0 += cm.scale * excess.piece(0)[0]
         return a0
@@ -71,7 +74,7 @@ class DecodeStretch:
         t = self.base + self.paged.scalar(self.kv0 + self.growth * j)
         if self.excess is not None:
             t += self.excess.at(j)
-        return self.fixed + cm.scale * t
+        return self.fixed + self._host_b * j + cm.scale * t
 
     def duration(self, steps: int) -> float:
         """Total duration of the first ``steps`` steps."""
@@ -102,7 +105,7 @@ class DecodeStretch:
                 end = steps
             slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
             a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 - xs[seg]))
-            b = cm.scale * slope * self.growth
+            b = cm.scale * slope * self.growth + self._host_b
             n = end - j
             total += n * a + b * (j + end - 1) * n / 2
             j = end
@@ -123,9 +126,9 @@ class DecodeStretch:
             ea, eb, e_end = excess.piece(j)  # type: ignore[union-attr]
             end = int(min(end, e_end))
             slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])
-            a = self.fixed + cm.scale * (self.base + ys[seg] + slope * (self.kv0 + self.growth * j
-                                                                        - xs[seg]) + ea)
-            b = cm.scale * (slope * self.growth + eb)
+            a = self.fixed + self._host_b * j + cm.scale * (
+                self.base + ys[seg] + slope * (self.kv0 + self.growth * j - xs[seg]) + ea)
+            b = cm.scale * (slope * self.growth + eb) + self._host_b
             n = end - j
             total += n * a + b * (n - 1) * n / 2
             j = end
@@ -155,11 +158,14 @@ class DecodeStretch:
         return hi
 
 
-def _first_line(cm: CostModel, base: float, kv0: int, paged: Interp,
-                n_seqs: int) -> tuple[float, int, float, float]:
-    """(host seconds per step, the paged curve's segment at ``kv0``, its slope, the first
-    step's seconds without the excess) of a stretch."""
+def _first_line(cm: CostModel, base: float, kv0: int, paged: Interp, n_seqs: int,
+                context0: int = 0) -> tuple[float, int, float, float]:
+    """(host seconds of step 0, the paged curve's segment at ``kv0``, its slope, the first
+    step's seconds without the excess) of a stretch; ``context0``: the context tokens of its
+    sequences at step 0 (shared prefixes counted for every sequence)."""
     fixed = cm.fixed + cm.host_per_seq * n_seqs  # the runtime's host time per step
+    if context0:
+        fixed += cm.host_per_token * context0
     xs, ys = paged.xs, paged.ys
     seg = min(max(bisect_right(xs, kv0) - 1, 0), paged.last)
     slope = (ys[seg + 1] - ys[seg]) / (xs[seg + 1] - xs[seg])

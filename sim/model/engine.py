@@ -41,6 +41,7 @@ from parrotsim.sim.model.emission import (
 )
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.era_kernels import one_prefix
+from parrotsim.sim.model.front_door import FrontDoor
 from parrotsim.sim.model.kv_cache import Context, KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
@@ -117,6 +118,8 @@ class Engine:
         # the decodes of the last shared-prefix grouping (a copy) and its answer
         self._groups_of: list[Sequence] = []
         self._groups: tuple[list[SharedGroup], int] = ([], 0)
+        # calls in the front end's door and answers on their way out (None: served at once)
+        self._door = FrontDoor() if getattr(policy, "front_door", False) else None
         if recorder is not None:  # wrap the accounting: no per-iteration cost when not recording
             self._account = self._recording(recorder)
 
@@ -128,7 +131,8 @@ class Engine:
     @property
     def num_requests(self) -> int:
         """Calls on this engine that have not finished (waiting or running)."""
-        return len(self.state.waiting) + len(self.state.running)
+        held = len(self._door) if self._door is not None else 0
+        return len(self.state.waiting) + len(self.state.running) + held
 
     def admission_problem(self, prompt: int, output: int, shared: int = 0) -> str | None:
         """Why a call of ``prompt`` and ``output`` tokens, ``shared`` of its prompt tokens in
@@ -143,6 +147,12 @@ class Engine:
         """A call arrives at the engine now."""
         self.policy.accept(seq)
         seq.arrived = self.env.now
+        if self._door is not None and self._work is not None:
+            waits = self.policy.front_door_waits(seq)
+            if waits > 0:  # its HTTP calls wait for iteration ends
+                self._door.hold(seq, self._ends_after_current() + waits)
+                self._end_work_by(self._door.next_due())
+                return
         self.state.waiting.append(seq)
         self.notify()
 
@@ -179,6 +189,11 @@ class Engine:
         work, self._work = self._work, None
         self._account(work)
         self.clock = work.end
+        door = self._door
+        if door is not None and (door.held or door.replies):
+            self.state.waiting.extend(door.admit(self.iterations))
+            for seq in door.answers(self.iterations):
+                self.on_finish(seq, work.end)
         steps, run = work.steps, self._repeat
         if run is not None:
             if run.step + 1 < run.steps and self._unchanged(run):
@@ -207,6 +222,24 @@ class Engine:
             work.end = work.start + work.stretch.duration(done)
             self._wake_at(work.end)
 
+    def _ends_after_current(self) -> int:
+        """Iterations ended in all once the iteration in progress ends."""
+        work = self._work
+        if self._repeat is None and work.stretch is not None:
+            return self.iterations + work.stretch.steps_until(self.env.now - work.start,
+                                                              work.steps)
+        return self.iterations + 1
+
+    def _end_work_by(self, due: int) -> None:
+        """Cut a fast-forwarded stretch so that it ends by ``due`` iterations in all (a run of
+        repeated iterations stops by itself when a due call joins the waiting queue)."""
+        work = self._work
+        if self._repeat is None and work.stretch is not None and \
+                self.iterations + work.steps > due:
+            work.steps = due - self.iterations
+            work.end = work.start + work.stretch.duration(work.steps)
+            self._wake_at(work.end)
+
     # ---- the iteration loop --------------------------------------------------------------
     def _next_iteration(self) -> None:
         """Ask the policy for the next batch at ``self.clock`` and sleep until it ends (or go
@@ -214,6 +247,14 @@ class Engine:
         state = self.state
         batch = self.policy.schedule(state) if state.waiting or state.running else None
         if batch is None or (not batch.prefills and not batch.decodes):
+            door = self._door
+            if door is not None and (door.held or door.replies):  # idle: the door opens
+                state.waiting.extend(door.admit())
+                for seq in door.answers():
+                    self.on_finish(seq, self.clock)
+                if state.waiting or state.running:
+                    self._next_iteration()
+                    return
             self._idle = True
             return
         start = self.clock
@@ -243,6 +284,10 @@ class Engine:
                        else self._excess_longest(batch, groups))
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
+        if self._door is not None:  # no fast-forward past a call or answer due in the door
+            due = self._door.next_due()
+            if due is not None:
+                steps = max(1, min(steps, due - self.iterations))
         end = start + stretch.duration(steps)
         if not end > start:
             self._stopped_clock(batch, end - start)
@@ -387,7 +432,10 @@ class Engine:
         self._finished.append(seq)
         if seq.prefix_ctx is not None and self.prefix_cache is not None:
             self.prefix_cache.release(seq.prefix_ctx.key, end)
-        self.on_finish(seq, end)
+        if self._door is not None and self.policy.reply_waits > 0:
+            self._door.answer_later(seq, self.iterations + self.policy.reply_waits)
+        else:
+            self.on_finish(seq, end)
 
 
 def _bare_event(env: simpy.Environment) -> simpy.Event:

@@ -46,6 +46,16 @@ class EnginePolicy:
     #: engine had no such check (Parrot's engine crashed: the report marks such runs as out of
     #: memory); policies whose real engine handles it (vLLM's preemption) leave it at 0
     memory_stalls: int = 0
+    #: whether calls enter through a front end served between iterations
+    #: (:mod:`parrotsim.sim.model.front_door`); then :meth:`front_door_waits` says how many
+    #: iteration ends past the first a call arriving at a busy engine waits for, and
+    #: ``reply_waits`` how many pass between the iteration that finishes a call and its answer
+    front_door: bool = False
+    reply_waits: int = 0
+
+    def front_door_waits(self, seq: Sequence) -> int:
+        """Iteration ends past the first that ``seq``'s calls wait for at a busy engine."""
+        return 0
 
     def accept(self, seq: Sequence) -> None:
         """Called when ``seq`` arrives at the engine, before it joins the waiting queue."""

@@ -217,6 +217,10 @@ class Runtime(StrictConfig):
     #: host seconds per sequence in the batch, every iteration (input building, page tables,
     #: emission: the runtime's per-sequence Python work); 0 where not measured
     overhead_per_seq_s: float = Field(default=0.0, ge=0)
+    #: host seconds per context token of every sequence in the batch, every iteration (a
+    #: runtime that rebuilds per-token address lists of whole contexts each iteration, as
+    #: Parrot's engine did; shared prefixes count once per sequence); 0 where not measured
+    overhead_per_context_token_s: float = Field(default=0.0, ge=0)
 
 
 class Extent(StrictConfig):
