@@ -52,51 +52,30 @@ import time
 import types
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # vllm_step_host, beside this file
 PROMPT = ("Write an one-sentence summary (AS SHORT AS POSSIBLE) of the following:\n"
           + " ".join(["lorem ipsum dolor sit amet"] * 90) + "\nCONCISE SUMMARY:")
 STEPS = (0.02, 0.05, 0.1, 0.3, 1.0)
-
-
-def _stub(name: str, **attrs) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__dict__.update(attrs)
-    sys.modules[name] = mod
-    return mod
 
 
 def serve(port: int, step_s: float, wheel: Path, tok_dir: Path, log: Path) -> None:
     """The worker process: FastChat's vllm_worker app over the wheel's engine, stand-in GPU.
     Appends to ``log`` one JSON line per iteration (monotonic start and end, the request ids it
     ran) and per request added (time, id, the prompt's last word)."""
-    pkg = wheel / "vllm"
-    vllm = _stub("vllm", __path__=[str(pkg)])
-    for ops in ("activation_ops", "attention_ops", "cache_ops", "layernorm_ops",
-                "pos_encoding_ops"):
-        _stub(f"vllm.{ops}")
-    _stub("xformers", __path__=[])
-    _stub("xformers.ops", AttentionBias=object)
-    _stub("vllm.transformers_utils", __path__=[str(pkg / "transformers_utils")])
-    _stub("vllm.transformers_utils.config", get_config=None)
-    _stub("vllm.transformers_utils.tokenizer", get_tokenizer=None,
-          detokenize_incrementally=lambda tok, prev, new_id, skip_special_tokens=False:
-          ("x", ""))
     import importlib
 
     from transformers import PreTrainedTokenizerFast
-    config = importlib.import_module("vllm.config")
-    sched = importlib.import_module("vllm.core.scheduler")
+    from vllm_step_host import async_shell, engine_shell, load_vllm
+    v = load_vllm(wheel)
+    sys.modules["vllm"].AsyncLLMEngine = v.aengine.AsyncLLMEngine  # FastChat imports it
     seqmod = importlib.import_module("vllm.sequence")
-    llm = importlib.import_module("vllm.engine.llm_engine")
-    aengine = importlib.import_module("vllm.engine.async_llm_engine")
-    vllm.AsyncLLMEngine = aengine.AsyncLLMEngine
-    vllm_utils = importlib.import_module("vllm.utils")
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(tok_dir / "tokenizer.json"),
                                         bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    cache = config.CacheConfig(block_size=16, gpu_memory_utilization=0.9, swap_space=0)
+    cache = v.config.CacheConfig(block_size=16, gpu_memory_utilization=0.9, swap_space=0)
     cache.num_gpu_blocks, cache.num_cpu_blocks = 100_000, 0
-    sched_cfg = config.SchedulerConfig(max_num_batched_tokens=8000, max_num_seqs=256,
-                                       max_model_len=16384)
+    sched_cfg = v.config.SchedulerConfig(max_num_batched_tokens=8000, max_num_seqs=256,
+                                         max_model_len=16384)
 
     out = log.open("a", buffering=1)  # line by line: the process is killed at the end
 
@@ -108,14 +87,7 @@ def serve(port: int, step_s: float, wheel: Path, tok_dir: Path, log: Path) -> No
         return {sid: seqmod.SequenceOutputs(sid, sid, 5, {5: 0.0})
                 for m in seq_group_metadata_list for sid in m.seq_data}
 
-    eng = object.__new__(llm.LLMEngine)
-    eng.scheduler_config, eng.cache_config = sched_cfg, cache
-    eng.parallel_config = types.SimpleNamespace(worker_use_ray=False)
-    eng.workers = [types.SimpleNamespace(execute_model=execute_model)]
-    eng.tokenizer = tokenizer
-    eng.seq_counter = vllm_utils.Counter()
-    eng.scheduler = sched.Scheduler(sched_cfg, cache)
-    eng.log_stats = False
+    eng = engine_shell(v, cache, sched_cfg, execute_model, tokenizer)
     add_request = eng.add_request
 
     def logged_add(request_id, prompt, *args, **kwargs):
@@ -125,11 +97,7 @@ def serve(port: int, step_s: float, wheel: Path, tok_dir: Path, log: Path) -> No
     eng.add_request = logged_add
     eng.model_config = types.SimpleNamespace(hf_config=types.SimpleNamespace(
         max_position_embeddings=16384, rope_scaling=None))
-    aeng = object.__new__(aengine.AsyncLLMEngine)
-    aeng.worker_use_ray = aeng.engine_use_ray = aeng.log_requests = False
-    aeng.engine = eng
-    aeng.request_outputs, aeng.request_events = {}, {}
-    aeng.is_engine_running, aeng.kicking_request_id = False, None
+    aeng = async_shell(v, eng)
 
     import uvicorn
     from fastchat.serve import vllm_worker as fw

@@ -70,7 +70,10 @@ def load_vllm(root: Path) -> types.SimpleNamespace:
         _stub(f"vllm.{ops}")
     _stub("xformers", __path__=[])
     _stub("xformers.ops", AttentionBias=object)
-    _stub("psutil", virtual_memory=lambda: types.SimpleNamespace(total=0))
+    try:
+        import psutil  # noqa: F401 (vllm.utils imports it; never called on this path)
+    except ImportError:
+        _stub("psutil", virtual_memory=lambda: types.SimpleNamespace(total=0))
     if "transformers" not in sys.modules:
         try:
             import transformers  # noqa: F401
@@ -102,6 +105,30 @@ def load_vllm(root: Path) -> types.SimpleNamespace:
     return types.SimpleNamespace(**{k: importlib.import_module(v) for k, v in names.items()})
 
 
+def engine_shell(v, cache, sched_cfg, execute_model, tokenizer):
+    """An ``LLMEngine`` of the wheel with its ``__init__`` skipped (it loads a model): the
+    wheel's scheduler, one worker whose ``execute_model`` is given, ``tokenizer``."""
+    eng = object.__new__(v.engine.LLMEngine)
+    eng.scheduler_config, eng.cache_config = sched_cfg, cache
+    eng.parallel_config = types.SimpleNamespace(worker_use_ray=False)
+    eng.workers = [types.SimpleNamespace(execute_model=execute_model)]
+    eng.tokenizer = tokenizer
+    eng.seq_counter = v.utils.Counter()
+    eng.scheduler = v.scheduler.Scheduler(sched_cfg, cache)
+    eng.log_stats = False
+    return eng
+
+
+def async_shell(v, eng):
+    """The wheel's ``AsyncLLMEngine`` over ``eng`` (its ``__init__`` skipped: it builds one)."""
+    aeng = object.__new__(v.aengine.AsyncLLMEngine)
+    aeng.worker_use_ray = aeng.engine_use_ray = aeng.log_requests = False
+    aeng.engine = eng
+    aeng.request_outputs, aeng.request_events = {}, {}
+    aeng.is_engine_running, aeng.kicking_request_id = False, None
+    return aeng
+
+
 class Clock:
     """Accumulated wall seconds per part of the current iteration."""
 
@@ -131,9 +158,8 @@ def build_engine(v, batch: int, prompt_len: int, max_tokens: int, clock: Clock):
     hidden = torch.randn(8192, HIDDEN, device=dev).half()
     sampler = v.sampler.Sampler(VOCAB)
 
-    worker = object.__new__(v.worker.Worker)
+    worker = object.__new__(v.worker.Worker)  # for its _prepare_inputs
     worker.block_size = BLOCK
-    worker.cache_events = None
     prepare = clock.wrap("prepare", worker._prepare_inputs)
 
     def execute_model(seq_group_metadata_list, blocks_to_swap_in, blocks_to_swap_out,
@@ -143,17 +169,7 @@ def build_engine(v, batch: int, prompt_len: int, max_tokens: int, clock: Clock):
             return timed_sample(embedding, hidden[: tokens.shape[0]], meta)
 
     timed_sample = clock.wrap("sampler", sampler.forward)
-    worker.execute_model = execute_model
-
-    eng = object.__new__(v.engine.LLMEngine)
-    eng.scheduler_config = sched_cfg
-    eng.cache_config = cache
-    eng.parallel_config = types.SimpleNamespace(worker_use_ray=False)
-    eng.workers = [worker]
-    eng.tokenizer = types.SimpleNamespace(eos_token_id=2)
-    eng.seq_counter = v.utils.Counter()
-    eng.scheduler = v.scheduler.Scheduler(sched_cfg, cache)
-    eng.log_stats = False
+    eng = engine_shell(v, cache, sched_cfg, execute_model, types.SimpleNamespace(eos_token_id=2))
     eng.step = clock.wrap("step", eng.step)
     rng = np.random.default_rng(batch)
     params = v.sampling.SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
@@ -182,12 +198,7 @@ def decode_steps_async(v, batch: int, prompt_len: int, warm: int, steps: int) ->
     clock = Clock()
     total = warm + steps + 4
     eng, params, prompts = build_engine(v, batch, prompt_len, total, clock)
-    aeng = object.__new__(v.aengine.AsyncLLMEngine)
-    aeng.worker_use_ray = aeng.engine_use_ray = False
-    aeng.log_requests = False
-    aeng.engine = eng
-    aeng.request_outputs, aeng.request_events = {}, {}
-    aeng.is_engine_running, aeng.kicking_request_id = False, None
+    aeng = async_shell(v, eng)
     starts: list[tuple[float, int]] = []
     inner = eng.step
 
