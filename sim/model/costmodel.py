@@ -327,8 +327,8 @@ class CostModel:
         (ignored without the profile's ``decode_paged_waves``, and with ``shared`` groups
         unless :attr:`suffix_waves`, or :attr:`group_waves`: then ``longest`` is a whole
         context and the excess is taken over the prefixes' tokens too)."""
-        base, paged, excess = self._stretch_terms(n_seqs, kv_tokens, kv_growth, shared, longest)
-        context = kv_tokens + sum([p * n for p, n in shared]) if self.host_per_token else 0
+        base, paged, excess, context = self._stretch_terms(n_seqs, kv_tokens, kv_growth,
+                                                           shared, longest)
         return DecodeStretch(self, base, kv_tokens, kv_growth, paged, n_seqs, excess, context)
 
     def decode_step(self, n_seqs: int, kv_tokens: int, kv_growth: int,
@@ -336,15 +336,16 @@ class CostModel:
         """Seconds of the first step of :meth:`decode_stretch` with these arguments, counted
         alike, without building the stretch (a repeated iteration of an engine short of KV
         blocks needs only that step)."""
-        base, paged, excess = self._stretch_terms(n_seqs, kv_tokens, kv_growth, shared, longest)
-        context = kv_tokens + sum([p * n for p, n in shared]) if self.host_per_token else 0
+        base, paged, excess, context = self._stretch_terms(n_seqs, kv_tokens, kv_growth,
+                                                           shared, longest)
         return DecodeStretch.first_step(self, base, kv_tokens, paged, n_seqs, excess, context)
 
     def _stretch_terms(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                        shared: list[SharedGroup], longest: int | None
-                       ) -> tuple[float, Interp, ExcessSeries | None]:
+                       ) -> tuple[float, Interp, ExcessSeries | None, int]:
         """(KV-independent seconds of a step, the paged curve at ``n_seqs``, the skewed-batch
-        excess or None) of :meth:`decode_stretch`, counting its extrapolations."""
+        excess or None, the context tokens the runtime's per-token host time counts at step 0)
+        of :meth:`decode_stretch`, counting its extrapolations."""
         try:
             paged, base, linear_extrapolated = self._decode_rows[n_seqs]
         except KeyError:
@@ -366,7 +367,8 @@ class CostModel:
         if longest is not None and self.waves is not None and n_seqs >= 2:
             excess = ExcessSeries(self.waves, n_seqs, read, kv_growth, longest)
             self._count_longest(longest)
-        return base, paged, excess
+        context = kv_tokens + sum([p * n for p, n in shared]) if self.host_per_token else 0
+        return base, paged, excess, context
 
     def decode_times(self, n_seqs: int, kv_tokens: int, kv_growth: int,
                      shared: list[SharedGroup], steps: int,
