@@ -31,7 +31,8 @@ class StalledRun(RuntimeError):
 
     def __init__(self, now: float, left: int, total: int, engines: list[Engine]) -> None:
         held = ", ".join(f"engine {e.engine_id}: {len(e.state.waiting)} waiting, "
-                         f"{len(e.state.running)} running" for e in engines)
+                         f"{len(e.state.running)} running" for e in engines
+                         if e.state.waiting or e.state.running) or "no engine holds a call"
         super().__init__(f"the run stalled at t = {now:.6g} s: {left} of {total} apps never "
                          f"finished and no event is left ({held})")
 

@@ -64,7 +64,7 @@ class ParrotSession:
 
     __slots__ = ("app", "seq", "lengths", "missing", "undispatched", "dependents", "posted",
                  "infos", "seqs", "pipelined", "outputs_left", "end", "stage", "pending_posts",
-                 "calls", "failed", "deps")
+                 "calls", "failed", "deps", "closed")
 
     def __init__(self, app: App, seq: int) -> None:
         self.app = app
@@ -93,6 +93,7 @@ class ParrotSession:
         self.stage = 0
         self.pending_posts = 0
         self.failed = False  # a call of the app was rejected: the app can never complete
+        self.closed = 0  # calls that ended (done or rejected)
 
 
 class ParrotClient:
@@ -219,7 +220,7 @@ class ParrotClient:
         if not s.outputs_left and s.end < 0 and not s.failed:
             s.end = self.env.now
             self.on_app_done(s)
-        self.log.closes(info)
+        self._closes(s, info)
 
     def on_failed(self, info: CallInfo) -> None:
         """The service rejected the call: its app fails now (it is done, without an end time),
@@ -228,7 +229,16 @@ class ParrotClient:
         if not s.failed and s.end < 0:
             s.failed = True
             self.on_app_done(s)
+        self._closes(s, info)
+
+    def _closes(self, s: ParrotSession, info: CallInfo) -> None:
+        """``info`` ended: close its row; once every call of the app has ended, nothing can
+        reach the session any more, so it is dropped (memory follows the apps in flight). A
+        failed app whose dependents were never submitted keeps its session."""
         self.log.closes(info)
+        s.closed += 1
+        if s.closed == len(s.calls):
+            del self.sessions[info.app_id]
 
     def _annotate(self, s: ParrotSession) -> None:
         app = s.app
