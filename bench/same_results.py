@@ -11,7 +11,9 @@ NEW_DIR, without the ``run_hash`` column (the key changes with the code version)
 dtypes and values, NaN equal to NaN), the runs matched by their row in the summary. Prints one
 line per experiment and exits 1 on any difference. ``--new-column NAME`` (repeatable) allows a
 summary column that only NEW_DIR has, as a new config field adds one, if it holds one value in
-every run (the field's default): it is dropped before comparing.
+every run (the field's default): it is dropped before comparing. A column of a run's table
+that only NEW_DIR has (a new counter) is dropped the same way, with ``--new-column
+TABLE.NAME`` (``engines.ignored_calls``), if it holds one value in every row.
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ def compare_experiment(old: Path, new: Path, new_columns: tuple[str, ...] = ()) 
             fa, fb = old / "runs" / key_a / f"{table}.parquet", new / "runs" / key_b / f"{table}.parquet"
             if not fa.exists() and not fb.exists():
                 continue
-            if not pd.read_parquet(fa).equals(pd.read_parquet(fb)):
+            ta, tb = pd.read_parquet(fa), pd.read_parquet(fb)
+            for col in new_columns:
+                name = col.removeprefix(f"{table}.")
+                if col.startswith(f"{table}.") and name in tb.columns and name not in ta.columns:
+                    if tb[name].nunique() > 1:
+                        problems.append(f"run {key_b}: new column {col} holds several values")
+                    tb = tb.drop(columns=name)
+            if not ta.equals(tb):
                 problems.append(f"run {key_a}/{key_b}: {table} differs")
     return problems
 
@@ -55,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
     parser.add_argument("--new-column", action="append", default=[], metavar="NAME",
-                        help="a summary column only NEW has, one value in every run")
+                        help="a summary column (or TABLE.NAME: a run table's column) only NEW "
+                             "has, one value in every run")
     args = parser.parse_args(argv)
     summaries = sorted(p.parent.relative_to(args.old) for p in args.old.rglob("summary.csv"))
     if not summaries:

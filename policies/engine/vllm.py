@@ -7,6 +7,12 @@
 * Otherwise every running sequence decodes one token; a sequence that finds no free block
   preempts the newest running sequence (recompute: its blocks are freed and it goes back to the
   head of the waiting queue to refill prompt plus generated tokens).
+* A waiting sequence longer than ``max_num_batched_tokens`` (vLLM's prompt limit, the smaller of
+  it and ``max_model_len``, which the artifact raised to 65536) is not run: vLLM marks it
+  FINISHED_IGNORED, takes it off the queue and ends the admission pass; its request returns
+  with the tokens generated so far when the iteration ends. New prompts that long are rejected
+  at dispatch (``limits``), so this is the sequence preempted by recompute whose prompt plus
+  generated tokens outgrew the limit: without the rule it would block the queue for ever.
 * ``capacity_tokens`` is the paper's ``VLLM_CAPACITY`` hack: the whole KV cache is capped at that
   many tokens and prompts longer than ``capacity - max_tokens - 100`` are truncated.
 * ``request_tracking`` is the artifact's ``VLLM_REQ_TRACK=1`` (set by the run scripts of Figs 17,
@@ -99,12 +105,16 @@ class VllmPolicy(EnginePolicy):
         kv, cfg = state.kv, self.cfg
         watermark = int(cfg.watermark * kv.num_blocks)
         prefills: list[tuple[Sequence, int]] = []
+        ignored: tuple[Sequence, ...] = ()
         batched = 0
         while state.waiting:
             seq = state.waiting[0]
             if seq.prefix_ctx is not None and not seq.prefix_ctx.ready:
                 break  # forks of a shared prefix wait until the prefix is filled
             n = seq.fill_target - seq.filled
+            if self._over_limit(seq):  # FINISHED_IGNORED
+                ignored = (state.waiting.popleft(),)
+                break
             if kv.free_blocks - kv.blocks_for(n) < watermark:
                 break
             if batched + n > cfg.max_num_batched_tokens:
@@ -120,8 +130,14 @@ class VllmPolicy(EnginePolicy):
             prefills.append((seq, n))
             batched += n
         if prefills:
-            return Batch(prefills=prefills)
-        return self._decode(state)
+            return Batch(prefills=prefills, ignored=ignored)
+        batch = self._decode(state)
+        batch.ignored = ignored
+        return batch
+
+    def _over_limit(self, seq: Sequence) -> bool:
+        """Whether ``seq``'s fill exceeds vLLM's prompt limit (the token budget)."""
+        return seq.fill_target - seq.filled > self.cfg.max_num_batched_tokens
 
     def _decode(self, state: EngineState) -> Batch:
         ledger = state.ledger
@@ -180,6 +196,8 @@ class VllmPolicy(EnginePolicy):
     def stable_decode_steps(self, state: EngineState, batch: Batch) -> int:
         if batch.prefills or not batch.decodes:
             return 1
+        if state.waiting and self._over_limit(state.waiting[0]):
+            return 1  # the next step ignores it
         ledger = state.ledger  # the batch's decodes are its members
         return ledger.steps_within(ledger.horizon(), keep_free=1)
 

@@ -209,7 +209,17 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
     if arrivals is not None:  # as many as the up-front start: the events its clients queued
         result.events += arrivals.client_events()
     _warn_past_extent(profile, engines)
+    ignored = sum(e.ignored_calls for e in engines)
+    if ignored:
+        warnings.warn(f"{ignored} call(s) were given up on by their engine and returned with "
+                      "the tokens generated so far (vLLM 0.1.4: a sequence preempted by "
+                      "recompute outgrew max_num_batched_tokens); their output_len in the calls "
+                      "table is what they got", IgnoredCallsWarning, stacklevel=3)
     return result
+
+
+class IgnoredCallsWarning(UserWarning):
+    """Some calls of a run ended early, with part of their output (``ignored_calls``)."""
 
 
 def _warn_past_extent(profile: Profile, engines: list[Engine]) -> None:

@@ -77,7 +77,7 @@ class CallLog:
         names["call"].append(r.call)
         ints["engine"].append(r.engine)
         ints["prompt_len"].append(r.prompt_len)
-        ints["output_len"].append(r.output_len)
+        ints["output_len"].append(r.output_len if s is None else s.output_len)
         sent = r.sent
         if self._sent_all_int and type(sent) is not int:
             self._sent_all_int = False

@@ -115,6 +115,7 @@ class Engine:
         self._work: InFlight | None = None  # the iteration or stretch running now
         self._repeat: RepeatedDecodes | None = None  # the run _work belongs to, if any
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
+        self.ignored_calls = 0  # sequences the policy gave up on (Batch.ignored)
         # the decodes of the last shared-prefix grouping (a copy) and its answer
         self._groups_of: list[Sequence] = []
         self._groups: tuple[list[SharedGroup], int] = ([], 0)
@@ -206,6 +207,8 @@ class Engine:
             self._emit_prefill(work.batch, work.start, work.end)
         else:
             self._emit_decode(work.batch, steps, work.start + work.stretch.first, work.end)
+        for seq in work.batch.ignored:
+            self._ignore(seq, work.end)
         finished, self._finished = self._finished, []
         self.policy.on_iteration_end(self.state, work.batch, steps, finished)
         self._next_iteration()
@@ -246,6 +249,11 @@ class Engine:
         idle when nothing is runnable)."""
         state = self.state
         batch = self.policy.schedule(state) if state.waiting or state.running else None
+        if batch is not None and batch.ignored and batch.empty:  # returned at once
+            for seq in batch.ignored:
+                self._ignore(seq, self.clock)
+            self._next_iteration()
+            return
         if batch is None or (not batch.prefills and not batch.decodes):
             door = self._door
             if door is not None and (door.held or door.replies):  # idle: the door opens
@@ -283,7 +291,8 @@ class Engine:
             longest = (self.longest_context(batch) if not groups
                        else self._excess_longest(batch, groups))
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
-        steps = self.policy.stable_decode_steps(state, batch) if self.fast_forward else 1
+        steps = (self.policy.stable_decode_steps(state, batch)
+                 if self.fast_forward and not batch.ignored else 1)
         if self._door is not None:  # no fast-forward past a call or answer due in the door
             due = self._door.next_due()
             if due is not None:
@@ -293,7 +302,7 @@ class Engine:
             self._stopped_clock(batch, end - start)
         self._work = InFlight(start, end, batch, stretch, steps)
         self._wake_at(end)
-        if steps == 1 and self.fast_forward and ledger is None:
+        if steps == 1 and self.fast_forward and ledger is None and not batch.ignored:
             repeats = self.policy.repeated_decode_steps(state, batch)
             if repeats > 1:
                 self._repeat = RepeatedDecodes(
@@ -426,6 +435,19 @@ class Engine:
         seq.finished = end
         self.state.running.remove(seq)
         self.prefix_cache.filled(seq)
+
+    def _ignore(self, seq: Sequence, end: float) -> None:
+        """``seq`` (waiting, no KV of its own) was given up on by the policy: it ends at
+        ``end`` with the tokens it generated."""
+        seq.finished = end
+        seq.output_len = seq.generated
+        self.ignored_calls += 1
+        if seq.prefix_ctx is not None and self.prefix_cache is not None:
+            self.prefix_cache.release(seq.prefix_ctx.key, end)
+        if self._door is not None and self.policy.reply_waits > 0:
+            self._door.answer_later(seq, self.iterations + self.policy.reply_waits)
+        else:
+            self.on_finish(seq, end)
 
     def _finish(self, seq: Sequence, end: float) -> None:
         release(self.state, seq, end)

@@ -22,6 +22,11 @@ for memory. Metric names match the report's ids where they overlap:
 * ``memory_stalls``: times an engine policy held work back for lack of KV blocks where the real
   engine had no such check (see ``EnginePolicy.memory_stalls``).
 
+The engines table also counts ``ignored_calls``: calls the engine gave up on and returned with
+the tokens generated so far (vLLM 0.1.4 ignores a recomputed sequence longer than
+``max_num_batched_tokens``); their ``output_len`` in the calls table is what they got, and the
+run warns (``IgnoredCallsWarning``).
+
 Rejected calls (no engine of the cluster can ever run them: ``parrotsim.sim.model.admission``)
 add an ``error`` column to the calls table, the reason of each rejected call and empty for the
 others; a run without rejections has no such column. A rejected call never returns, so it is
@@ -102,6 +107,7 @@ def engine_table(engines: list[Engine], bytes_per_block: float, end: float) -> p
             "peak_kv_gb": e.kv.peak_blocks * bytes_per_block / 1e9,
             "extrapolated": e.cost.extrapolated,
             "memory_stalls": e.policy.memory_stalls,
+            "ignored_calls": e.ignored_calls,
         })
     return pd.DataFrame(rows)
 

@@ -123,6 +123,9 @@ class Batch:
     decodes: list[Sequence] = field(default_factory=list)
     #: set when ``decodes`` are exactly the members of this ledger, their step allocated
     ledger: DecodeLedger | None = None
+    #: waiting sequences the policy gave up on (vLLM 0.1.4's FINISHED_IGNORED): they end with
+    #: the tokens they have, when this iteration ends (at once if it runs nothing)
+    ignored: tuple[Sequence, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -4,7 +4,7 @@ import pytest
 
 from parrotsim.policies.engine.vllm import REQUEST_TRACKING_S, VllmConfig, VllmPolicy
 from parrotsim.sim.harness.config import RunConfig
-from parrotsim.sim.harness.simulation import simulate
+from parrotsim.sim.harness.simulation import IgnoredCallsWarning, simulate
 from parrotsim.sim.model.engine_policy import EngineState
 from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.workloads.app import Text, single_call_app
@@ -159,3 +159,40 @@ def test_preempting_step_visits_only_the_sequences_that_take_a_block_and_the_vic
             st.ledger.sync_all()
         assert [s.ctx.tokens for s in seqs[:4]] == [11, 17, 21, 33]
     assert outcomes[0] == outcomes[1] == ([0, 1, 2, 3], [4], 8, 10, 1)
+
+
+def test_a_recomputed_sequence_longer_than_the_token_budget_is_ignored():
+    """vLLM 0.1.4's prompt limit: a waiting sequence whose refill (prompt plus the tokens it
+    generated before its preemption) exceeds max_num_batched_tokens is FINISHED_IGNORED: off
+    the queue, the admission pass ends there; the next pass admits the rest."""
+    p = policy(max_num_batched_tokens=100)
+    long, short = seq(90, 50), seq(10, 5)
+    long.generated, long.fill_target, long.preemptions = 20, 110, 1  # as preempt() leaves it
+    st = state(1000, long, short)
+    b = p.schedule(st)
+    assert b.ignored == (long,) and b.empty and list(st.waiting) == [short]
+    b2 = p.schedule(st)
+    assert [n for _, n in b2.prefills] == [10] and b2.ignored == ()
+
+
+def test_an_ignored_sequence_ends_with_its_tokens_instead_of_stalling_the_engine():
+    """Two 250-token prompts of 200 output tokens on 40 KV blocks with a 300-token budget: the
+    newer is preempted once both outgrow the blocks (at about 70 tokens generated), and its
+    refill (over 300 tokens) can never be admitted. vLLM returns it with what it generated, at
+    the end of the iteration that gave it up; the older call completes. (Before: the engine
+    went idle with it waiting, and the run ended in StalledRun.)"""
+    apps = [single_call_app(f"a-{i}", 0.001 * i, [Text(f"p{i}", tokens=250)], 200)
+            for i in range(2)]
+    cfg = RunConfig.model_validate({
+        "workload": {"kind": "sharegpt", "num_requests": 2},
+        "client": {"kind": "langchain", "chat_template": "none"},
+        "cluster": {"engine": {"policy": "vllm", "capacity_tokens": 640,
+                               "max_num_batched_tokens": 300}}})
+    with pytest.warns(IgnoredCallsWarning, match="1 call"):
+        result = simulate(cfg, apps=apps)
+    calls = result.calls.set_index("app_id")
+    old, new = calls.loc["a-0"], calls.loc["a-1"]
+    assert old.output_len == 200 and old.preemptions == 0
+    assert new.preemptions == 1 and 250 + new.output_len > 300 and new.output_len < 200
+    assert old.first_token < new.finished < old.finished
+    assert result.engines["ignored_calls"].tolist() == [1]
