@@ -78,6 +78,14 @@ def fig17() -> None:
               f"peak KV blocks {res.engines['peak_kv_blocks'].tolist()}, memory stalls "
               f"{res.engines['memory_stalls'].tolist()}, calls per engine "
               f"{calls.groupby('engine').size().tolist()}")
+    for rate in (8, 12, 32):
+        (res,) = results("paper/fig17", variant="parrot", **{"workload.rate": rate})
+        calls, engines = res.calls, res.engines
+        productivity = calls[calls["app_id"].str.startswith("gpts-productivity")]
+        print(f"fig17 {rate} req/s parrot: Productivity calls per engine "
+              f"{productivity.groupby('engine').size().to_dict()}, peak KV blocks "
+              f"{engines['peak_kv_blocks'].tolist()}, utilization "
+              f"{engines['utilization'].round(2).tolist()}")
 
 
 def fig18() -> None:

@@ -78,7 +78,9 @@ class ParrotSchedulerConfig(ClusterPolicyConfig):
     deduction: bool = True
     task_groups: bool = True
     max_requests_per_engine: int = Field(default=256, gt=0)
-    tokens_capacity: int | None = Field(default=None, gt=0)
+    #: the artifact's per-engine token budget (``EngineConfig.tokens_capacity``, 262,144 unless
+    #: an engine's JSON set it: Figs 12a/b, 17 and 18 did not); None: unbounded, as at HEAD
+    tokens_capacity: int | None = Field(default=262144, gt=0)
     latency_max_requests: int = Field(default=4, gt=0)
     latency_max_tokens: int = Field(default=4096, gt=0)
 

@@ -312,3 +312,20 @@ def test_held_prefixes_keep_the_index_current_through_every_set_operation():
     a.intersection_update(set())
     assert index == {"w": {1}} and a == set() and b == {"w"}
     assert b.pop() == "w" and index == {}
+
+
+def test_the_artifacts_token_budget_moves_a_prefix_app_to_another_engine():
+    """The artifact's engines admitted 262,144 tokens of calls unless their config said
+    otherwise (``EngineConfig.tokens_capacity``), a call counting its whole prompt (a forked
+    system prompt too) plus its output: 32 GPTs Productivity calls (8,148 tokens) fill an
+    engine, so the 33rd leaves the engine holding its prompt for the load balance's choice."""
+    assert ParrotSchedulerConfig().tokens_capacity == 262_144
+    es = engines(2)
+    es[0].prefixes = {"sys"}
+    es[0].num_requests, es[0].reserved_tokens = 31, 31 * 8148
+    calls = [ci(app=f"p{i}", seq=i, tokens=8148, shared_prefix="sys") for i in range(2)]
+    out = sched(ctx_aware=True).dispatch(calls, es, 0.0)
+    assert [e for _, e in out] == [0, 1]
+    unbounded = sched(ctx_aware=True, tokens_capacity=None).dispatch(
+        [ci(app="q", tokens=8148, shared_prefix="sys") for _ in range(2)], es, 0.0)
+    assert [e for _, e in unbounded] == [0, 0]
