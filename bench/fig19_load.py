@@ -4,7 +4,7 @@ The paper's 'map-reduce JCT vs Baseline (Throughput)' is 1.05x (Parrot 23.2 s, b
 the paper-era runs in the ParrotServe repository, benchmark/mixed_serving/results/main/
 parrot_main.log and benchmark/chat+mr/results/vllm_tput.txt); the artifact's re-run gives 0.92x
 (artifact/figure18/result_parrot.txt, result_vllm_thr.txt). Both systems took about 23 s per
-app, so the bursts of maps (every 11 s) overlapped; the simulated apps take 8.7-12.2 s. This
+app, so the bursts of maps (every 11 s) overlapped; the simulated apps take 9.0-13.0 s. This
 script scales the A6000 profile's iteration costs (prefill and decode, both runtimes alike: a
 what-if, not a calibration) and prints each system's mean map-reduce JCT and the claim's ratio:
 

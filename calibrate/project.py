@@ -17,8 +17,11 @@ For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from 
    attention scales by the FLOP ratio; the fixed per-iteration overhead (launches) is kept;
 2. fits to the facts of ``parrotsim.calibrate.facts``: k_lin so that a LLaMA-13B decode step at batch 1
    and 1.2K context takes 21.1 ms on the A100, k_attn by grid search minimising the median
-   |error| of the replayed Fig 10 table (both reused for the 7B and A6000 profiles, which no
-   such fact constrains), then as the interim profiles do the per-runtime prompt-iteration
+   |error| of the replayed Fig 10 table among the factors at which no projected paged-attention
+   cell reads KV faster than the target's datasheet bandwidth (:func:`attention_floor`: the
+   H200 kernel reads at up to 99.4 % of its own, so a smaller factor would claim more than 100 %
+   of the A100's or A6000's; both knobs reused for the 7B and A6000 profiles, which no such fact
+   constrains), then as the interim profiles do the per-runtime prompt-iteration
    overheads and scales (vLLM + FastChat, Parrot, HF) and, for 7B on the A100, Parrot's 0.70 s
    fill of the 5107-token Bing prefix;
 3. writes ``<gpu>_<model>.yaml`` (``source: projected+fitted``, the shipped default for that
@@ -127,6 +130,20 @@ def add_shared_pages(path: Path, gpu: str) -> bool:
     return True
 
 
+def attention_floor(src: Profile) -> float:
+    """The smallest k_attn at which the projected paged-attention grid stays within the target
+    GPU's datasheet bandwidth: the largest fraction of its own datasheet bandwidth at which the
+    source's grid reads KV (bytes per cell: sequences x context x the model's KV bytes per
+    token; a projected cell reads at that fraction / k_attn of the target's)."""
+    grid = src.curves.decode_paged_grid
+    per_token = src.model.kv_bytes_per_token
+    peak = src.gpu.hbm_tb_s * 1e12
+    return max(n * ctx * per_token / t / peak
+               for n, row in zip(grid.x, grid.seconds, strict=True)
+               for ctx, t in zip(grid.y, row, strict=True)
+               if ctx > 0 and t > 0)
+
+
 def solve_k_lin(src: Profile, gpu: str, k_attn: float) -> float:
     """The linear part's bandwidth factor that makes the batch-1 decode step 21.1 ms."""
     lo, hi = 0.2, 5.0
@@ -177,8 +194,15 @@ def fit_knobs(seeds: int, verbose: bool = True, host_costs: bool = False
     """Grid-search the attention factor on Fig 10 (median |error|), the linear factor solved
     for the 21.1 ms decode step at each; returns the knobs and the best Fig 10 cells."""
     src = load_profile("h200_llama-13b")
+    floor = max(attention_floor(load_profile(f"h200_{model}"))
+                for _, model in TARGETS.values())
     best = None
     for k_attn in ATTN_GRID:
+        if k_attn < floor:
+            if verbose:
+                print(f"k_attn={k_attn:.2f}: skipped, projected attention would read KV at "
+                      f"{floor / k_attn:.0%} of the target's datasheet bandwidth", flush=True)
+            continue
         k_lin = solve_k_lin(src, "a100-80gb", k_attn)
         prof = project("a100-80gb_llama-13b", (k_lin, k_attn), host_costs)
         _, cells = fig10_error(prof, seeds)

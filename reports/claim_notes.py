@@ -22,24 +22,29 @@ MEASURED = "bench/why_notes.py"
 NOTES: dict[str, str] = {
     "fig14a.out100":
         "the simulated Parrot is the side that is off: against the artifact's re-run (mean of "
-        "10 documents, chunk 1024) it is 16-18 % fast at every output length (11.75 against "
-        "14.30 s at 100) while the baseline is 6-9 % fast (32.78 against 35.02 s), and the re-run's "
+        "10 documents, chunk 1024) it is 14-15 % fast at every output length (12.14 against "
+        "14.30 s at 100) while the baseline is 5-9 % fast (33.08 against 35.02 s), and the re-run's "
         "own ratio is 2.45 (bench/artifact_runs.py); why the simulated Parrot engine is fast here "
-        "is not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.647 "
+        "is not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.560 "
         "(" + MEASURED + ")",
     "fig14b.mean":
-        "the simulated Parrot is the side that is off: at output 50 and chunk 1024 it is 16.3 % "
-        "faster than the artifact's re-run, the baseline 7.4 % (bench/artifact_runs.py); why is "
-        "not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.289, "
-        "inside 15 % (" + MEASURED + ")",
+        "the simulated Parrot is the side that is off: at output 50 and chunk 1024 it is 14.5 % "
+        "faster than the artifact's re-run, the baseline 6.7 % (bench/artifact_runs.py); why is "
+        "not known. vLLM 0.1.4's no-split kernel, which both engines ran, would give 2.249 "
+        "(" + MEASURED + ")",
     "fig15.shared_b8":
-        "Parrot at batch 8 is simulated 13.7 % faster than the artifact's re-run ({parrot@8} "
-        "against 7.31 s) while Baseline w/ Sharing is within 0.6 % (bench/artifact_runs.py)",
+        "both sides: against the artifact's re-run Parrot at batch 8 is simulated 9.0 % fast "
+        "({parrot@8} against 7.31 s) and Baseline w/ Sharing 8.5 % slow (8.55 against 7.88 s; "
+        "bench/artifact_runs.py)",
     "fig15.noshare_b8":
-        "Parrot at batch 8 is simulated 13.7 % faster than the artifact's re-run ({parrot@8} "
-        "against 7.31 s) while Baseline w/o Sharing is within 1.3 % ({baseline_without_sharing@8}"
-        " against 13.46 s; bench/artifact_runs.py); why the simulated Parrot is fast at small "
-        "batches is not known",
+        "both sides: against the artifact's re-run Parrot at batch 8 is simulated 9.0 % fast "
+        "({parrot@8} against 7.31 s) and Baseline w/o Sharing 8.0 % slow "
+        "({baseline_without_sharing@8} against 13.46 s; bench/artifact_runs.py); why the "
+        "simulated Parrot is fast at small batches is not known",
+    "fig15.noshare_b16":
+        "the baseline is the side that is off: against the artifact's re-run at batch 16 the "
+        "simulated Baseline w/o Sharing is 11.5 % slow ({baseline_without_sharing@16} against "
+        "22.77 s) and Parrot 3.0 % fast ({parrot@16} against 9.40 s; bench/artifact_runs.py)",
     "fig16a.out800":
         "simulated Parrot takes {parrot@800} per output token at batch 32, output 800; the "
         "paper reports about 40 ms per token for Parrot at batch 32 (section 8.3), so the "
@@ -47,18 +52,18 @@ NOTES: dict[str, str] = {
     "fig17.vs_vllm":
         "the artifact's manager admitted 262,144 tokens of calls per engine (its default "
         "tokens_capacity; a Productivity call counts 8,148), so with affinity the Productivity "
-        "app spreads over 3-4 engines and no engine runs out of its 3000 KV blocks (peak 2,867 at "
+        "app spreads over 3-4 engines and no engine runs out of its 3000 KV blocks (peak 2,879 at "
         "32 req/s) although all four are 92-100 % busy from 8 req/s on (" + MEASURED + "): "
         "500 requests end before the queue builds up. The artifact's re-run crosses at 6.9 req/s "
         "(Parrot) and 0.74 (baseline), 9.3x: its Parrot saturated near 7 req/s (121 ms/token at "
-        "8) where the simulated one runs at 41 ms/token (bench/artifact_runs.py); what saturated "
+        "8) where the simulated one runs at 45 ms/token (bench/artifact_runs.py); what saturated "
         "it is not known",
     "fig17.vs_paged":
         "the artifact's manager admitted 262,144 tokens of calls per engine (its default "
         "tokens_capacity), so the Productivity app spreads over 3-4 engines and neither variant "
         "runs out of KV blocks (" + MEASURED + "). The artifact's re-run crosses at 6.9 req/s "
         "(Parrot) and 2.27 (w/ PagedAttention), 3.0x: its Parrot saturated near 7 req/s where "
-        "the simulated one runs at 41 ms/token at 8 req/s (bench/artifact_runs.py); what "
+        "the simulated one runs at 45 ms/token at 8 req/s (bench/artifact_runs.py); what "
         "saturated it is not known",
     "fig17.wo_sched_vs_vllm":
         "Parrot w/o Scheduling still served 99.8 % of prompt tokens from cached system prompts, "
@@ -66,50 +71,53 @@ NOTES: dict[str, str] = {
         "spreading requests loses no sharing in the simulator (" + MEASURED + "). The "
         "artifact's kernel served one prefix per batch: with it (cluster.kernel: parrot_2023, "
         "paged_kernel: vllm_0_1_4) batches that mix the four prompts fall back to the paged "
-        "kernel, and Baseline (vLLM) crosses at 0.96 req/s, Parrot w/o Scheduling at 2.54: "
-        "2.65x against the paper's 3x (" + MEASURED + ")",
+        "kernel, and Baseline (vLLM) crosses at 0.71 req/s, Parrot w/o Scheduling at 1.90: "
+        "2.68x against the paper's 3x (" + MEASURED + ")",
     "fig18a.vs_latency":
         "Baseline (Latency) takes {baseline_latency@16/baseline_throughput@16} the time of "
         "Baseline (Throughput) in the simulator, 4.78x in the paper (11.7 / 2.45): the gap is in "
         "the latency-centric baseline relative to the throughput-centric one. Against the "
-        "artifact's re-run at 16 files the simulated Baseline (Latency) is 22.3 % fast (1641 "
-        "against 2113 s) and Parrot within 0.8 %; the re-run's own ratio is 9.85 "
+        "artifact's re-run at 16 files the simulated Baseline (Latency) is 20.8 % fast (1673 "
+        "against 2113 s) and Parrot 4.0 % slow; the re-run's own ratio is 9.85 "
         "(bench/artifact_runs.py); what makes the real latency baseline slower is not known",
     "fig18a.kernel":
-        "the simulated gain is all per-iteration time: the same 8679 iterations take 34.3 ms with "
+        "the simulated gain is all per-iteration time: the same 8679 iterations take 37.5 ms with "
         "the paged kernel (every call re-reads its round's shared prefix, up to 5.4K tokens) and "
-        "24.9 ms "
-        "with the shared-prefix kernel (" + MEASURED + "); why the paper's gain is only 1.2x is "
-        "not known",
+        "25.7 ms with the shared-prefix kernel (" + MEASURED + "). Against the artifact's re-run "
+        "at 16 files (214.5 and 248.8 s, 1.16x) Parrot is within 4.0 % and Parrot w/ "
+        "PagedAttention 30.9 % slow (bench/artifact_runs.py): the paged variant is the side that "
+        "is off, not known why",
     "fig18a.sharing":
-        "in the simulator sharing turns Baseline (Throughput)'s 10004 iterations of 46.7 ms "
-        "into Parrot w/ PagedAttention's 8679 of 34.3 ms (both run the paged kernel; "
+        "in the simulator sharing turns Baseline (Throughput)'s 10004 iterations of 50.3 ms "
+        "into Parrot w/ PagedAttention's 8679 of 37.5 ms (both run the paged kernel; "
         + MEASURED + "). Against the artifact's re-run at 16 files (551.1 s and 248.8 s, 2.21x) "
-        "the simulated Baseline (Throughput) is 14.8 % fast and Parrot w/ PagedAttention 19.8 % "
+        "the simulated Baseline (Throughput) is 8.3 % fast and Parrot w/ PagedAttention 30.9 % "
         "slow (bench/artifact_runs.py): both sides, not yet explained",
     "fig19.mr_vs_throughput":
         "Parrot's best fit (the artifact's: fill the fullest engine up to its 53000-token "
         "budget) stacks maps on few engines: over 20 seeds its two busiest engines ran 67 % of "
         "the map-reduce tokens (the throughput baseline 51 %), at 99.1 % of their KV blocks, so "
-        "its maps finished 8.9 s after an app started against 6.2 s (" + MEASURED + "). That "
-        "costs time only while engines sit idle: the simulated apps take 8.7-12.2 s, so each "
+        "its maps finished 9.5 s after an app started against 6.5 s (" + MEASURED + "). That "
+        "costs time only while engines sit idle: the simulated apps take 9.0-13.0 s, so each "
         "burst ends before the next (11 s later); in the paper's runs the two took 23.2 and 24.5 s, "
-        "bursts overlapped and every engine stayed busy. With every iteration 1.8x or 2x "
-        "slower the simulated ratio is 1.04 / 0.99, with prefill 2x and decode 1.25x slower "
-        "1.10 (bench/fig19_load.py). The paper's 1.05x is itself a tie: the 25 pairings of its 5 "
+        "bursts overlapped and every engine stayed busy. With every iteration 1.6x slower "
+        "both JCTs land on the artifact's re-run (24.2 and 22.9 s against 24.6 and 22.5) and the "
+        "ratio reads 0.95 (re-run 0.92); at 1.8x or 2x 1.00 / 0.99, with prefill 2x and decode "
+        "1.25x slower 1.09 (bench/fig19_load.py). The paper's 1.05x is itself a tie: the 25 pairings of its 5 "
         "runs per system span 0.86-1.30, and the artifact's re-run (artifact/figure18) gives 0.92x. "
-        "Against those runs every simulated Fig 19 series is 16-64 % fast, the map-reduce JCTs "
-        "41-64 % (bench/artifact_runs.py). It is not the calibration's decode-attention factor: "
+        "Against those runs every simulated Fig 19 series is 14-63 % fast, the map-reduce JCTs "
+        "39-63 % (bench/artifact_runs.py). It is not the calibration's decode-attention factor: "
         "with the profiles projected at any factor from 0.6 to 2.0 this ratio reads 0.68-0.74 "
-        "(bench/knob_sensitivity.py). Measured and ruled out as the baseline's missing "
+        "(bench/knob_sensitivity.py; the profiles use 1.0, the smallest at which no projected "
+        "kernel reads KV faster than its GPU's datasheet bandwidth). Measured and ruled out as the baseline's missing "
         "time: vLLM 0.1.4's per-step detokenization (with transformers 4.32 under 1 %; with "
         "4.35 Fig 17's loaded baseline would run at +53-120 %, against the artifact's runs), "
         "FastChat 0.2.32's OpenAI server and the LangChain client (3-5 and 2-4 ms of CPU per "
         "call; a 225-call burst clears in 2 s), the engines' host time per iteration (vLLM "
         "0.1.4's per-sequence sampler, 95-104 us per sequence; Parrot's per-token address "
-        "lists, 18 ns per context token; charged for both, this ratio reads 0.731) and the "
+        "lists, 18 ns per context token; charged for both, this ratio read 0.731 with the earlier 0.80 profiles) and the "
         "iterations a call waits at a busy engine's front end (FastChat: scheduled at the 6th "
-        "iteration end; Parrot's loop: the 3rd per request; modelled for both, 0.699): "
+        "iteration end; Parrot's loop: the 3rd per request; modelled for both, 0.699 then): "
         "calibrate/measurements/vllm_detokenize, fastchat_frontend, vllm_step_host, "
         "parrot_iteration_host, fastchat_worker_hops",
 }

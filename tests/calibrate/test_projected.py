@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from parrotsim.calibrate import facts
-from parrotsim.calibrate.project import decode_step, scale_curves, shared_pages_grid
+from parrotsim.calibrate import project as project_mod
+from parrotsim.calibrate.project import (
+    TARGETS,
+    attention_floor,
+    decode_step,
+    scale_curves,
+    shared_pages_grid,
+)
 from parrotsim.sim.model.profile import load_profile
 
 NAMES = ["a100-80gb_llama-13b", "a100-80gb_llama-7b", "a6000_llama-7b"]
@@ -54,3 +61,25 @@ def test_shipped_a100_profiles_carry_their_projected_shared_pages():
                                  float(env["k_attention_bandwidth"]))
         assert prof.curves.paged_shared_prefix == want
     assert load_profile("a6000_llama-7b").curves.paged_shared_prefix is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_projections_read_kv_no_faster_than_the_gpus_datasheet(name):
+    """A projected paged-attention cell at k_attn reads KV at (the H200 kernel's fraction of its
+    datasheet bandwidth) / k_attn of the target's: below the floor it claims more than 100 %
+    (the profiles fitted at 0.80 read at up to 124 %)."""
+    src = load_profile(load_profile(name).environment["projected_from"])
+    assert 0.9 < attention_floor(src) <= 1.0  # the H200 kernel: up to 96.6-99.4 % of 4.8 TB/s
+    assert attention_floor(load_profile(name)) <= 1.0 + 1e-9
+    assert attention_floor(scale_curves(src, TARGETS[name][0], k_attn=0.8)) > 1.2
+
+
+def test_the_fit_skips_factors_below_the_bandwidth_floor(monkeypatch):
+    """Fig 10's error favouring the smallest factor picks the smallest one at the floor, not
+    below it."""
+    def fake_fig10(prof, seeds):
+        k = float(prof.environment["k_attention_bandwidth"])
+        return None, {"cell": k}
+    monkeypatch.setattr(project_mod, "fig10_error", fake_fig10)
+    (_, k_attn), _ = project_mod.fit_knobs(1, verbose=False)
+    assert k_attn == min(k for k in project_mod.ATTN_GRID if k >= 0.995)
