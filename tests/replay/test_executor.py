@@ -133,3 +133,55 @@ def test_unsupported_runs_are_refused():
             update={"engines": 2})}), None, None)
     with pytest.raises(NotImplementedError):
         Replay(config(request_tracking=True), None, None)
+
+
+def test_a_call_vllm_gives_up_on_ends_as_in_the_simulator():
+    """vLLM 0.1.4's prompt limit on the real loop: a call preempted by recompute whose refill
+    outgrows max_num_batched_tokens ends with the tokens it has, at the simulator's times."""
+    from parrotsim.workloads.app import Text, single_call_app
+
+    outputs = (200, 200)
+    apps = [single_call_app(f"a-{i}", 0.001 * i, [Text(f"p{i}", tokens=250)], out)
+            for i, out in enumerate(outputs)]
+    cfg = run_config(workload={"kind": "sharegpt", "num_requests": len(outputs)},
+                     client={"kind": "langchain", "chat_template": "none"},
+                     cluster={"engines": 1, "profile": "h200_llama-7b",
+                              "engine": {"policy": "vllm", "capacity_tokens": 640,
+                                         "max_num_batched_tokens": 300}},
+                     network={"model": "none"})
+    replay = cost_model_replay(cfg)
+    replay.apps = apps
+    with pytest.warns(UserWarning, match="given up on"):
+        sim = simulate(cfg, apps=apps)
+    real = replay.run()
+    a, b = real.calls[CALL_COLUMNS], sim.calls[CALL_COLUMNS]
+    assert a.drop(columns=TIMES).equals(b.drop(columns=TIMES))
+    assert np.abs(a[TIMES].to_numpy() - b[TIMES].to_numpy()).max() < 1e-9
+    assert b["output_len"].tolist()[-1] < outputs[-1] and real.engines["ignored_calls"].iloc[0] == 1
+
+
+def test_a_call_given_up_on_with_nothing_else_to_run_ends_at_once(monkeypatch):
+    """The policy gives up on a waiting call and has nothing to run: the real loop ends it at
+    once and schedules again, as the simulator's engine does (a stand-in policy that gives up
+    on every call's first admission)."""
+    from parrotsim.policies.engine.vllm import VllmPolicy
+    from parrotsim.sim.model.sequence import Batch
+
+    schedule = VllmPolicy.schedule
+
+    def give_up_first(self, state):
+        if state.waiting and state.waiting[0].preemptions == 0 and not state.running:
+            seq = state.waiting.popleft()
+            seq.preemptions = 1  # marks it; the stand-in gives up once per call
+            return Batch(ignored=(seq,))
+        return schedule(self, state)
+
+    monkeypatch.setattr(VllmPolicy, "schedule", give_up_first)
+    cfg = config(rate=0.5, n=3, capacity=None, seed=1)
+    with pytest.warns(UserWarning, match="given up on"):
+        sim = simulate(cfg)
+    real = cost_model_replay(cfg).run()
+    a, b = real.calls[CALL_COLUMNS], sim.calls[CALL_COLUMNS]
+    assert a.drop(columns=TIMES).equals(b.drop(columns=TIMES))
+    assert np.abs(a[TIMES].to_numpy() - b[TIMES].to_numpy()).max() < 1e-9
+    assert (b["output_len"] == 0).all() and real.engines["ignored_calls"].iloc[0] == 3
