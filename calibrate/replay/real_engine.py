@@ -118,9 +118,7 @@ class RealEngine(Engine):
         if dev.log and dev.log[-1].post is None:
             dev.log[-1].post = start
         batch = self.policy.schedule(state) if state.waiting or state.running else None
-        if batch is not None and batch.ignored and batch.empty:  # returned at once
-            for seq in batch.ignored:
-                self._ignore(seq, start)
+        if batch is not None and self._only_gives_up(batch, start):
             self._next_iteration()
             return
         if batch is None or (not batch.prefills and not batch.decodes):

@@ -249,9 +249,7 @@ class Engine:
         idle when nothing is runnable)."""
         state = self.state
         batch = self.policy.schedule(state) if state.waiting or state.running else None
-        if batch is not None and batch.ignored and batch.empty:  # returned at once
-            for seq in batch.ignored:
-                self._ignore(seq, self.clock)
+        if batch is not None and self._only_gives_up(batch, self.clock):
             self._next_iteration()
             return
         if batch is None or (not batch.prefills and not batch.decodes):
@@ -435,6 +433,15 @@ class Engine:
         seq.finished = end
         self.state.running.remove(seq)
         self.prefix_cache.filled(seq)
+
+    def _only_gives_up(self, batch: Batch, now: float) -> bool:
+        """Whether ``batch`` runs nothing but gives up on calls; those end ``now`` (an engine
+        step that runs no model returns them at once)."""
+        if not batch.ignored or not batch.empty:
+            return False
+        for seq in batch.ignored:
+            self._ignore(seq, now)
+        return True
 
     def _ignore(self, seq: Sequence, end: float) -> None:
         """``seq`` (waiting, no KV of its own) was given up on by the policy: it ends at
