@@ -40,9 +40,9 @@ from parrotsim.sim.model.emission import (
     release,
 )
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
-from parrotsim.sim.model.era_kernels import one_prefix
+from parrotsim.sim.model.forked_groups import ForkedGroups, longest_context, longest_read
 from parrotsim.sim.model.front_door import FrontDoor
-from parrotsim.sim.model.kv_cache import Context, KVCache
+from parrotsim.sim.model.kv_cache import KVCache
 from parrotsim.sim.model.prefix_cache import PrefixCache
 from parrotsim.sim.model.sequence import Batch, Sequence
 from parrotsim.sim.model.stale_timers import stale_timers
@@ -94,7 +94,8 @@ class Engine:
         #: kernel when the profile measured it over shared pages)
         self.shared_kernel = kernel in ("shared_prefix", "parrot_2023") or (
             kernel == "paged" and prefix_cache is not None and cost.paged_groups)
-        self.one_prefix = kernel == "parrot_2023"  # the artifact's: one prefix per batch
+        #: the forked groups of a decode batch (the artifact's 2023 kernel: one per batch)
+        self._shared_groups = ForkedGroups(self.shared_kernel, kernel == "parrot_2023").of
         self.kernel = kernel
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache
@@ -116,9 +117,6 @@ class Engine:
         self._repeat: RepeatedDecodes | None = None  # the run _work belongs to, if any
         self._finished: list[Sequence] = []  # sequences finished by the work just ended
         self.ignored_calls = 0  # sequences the policy gave up on (Batch.ignored)
-        # the decodes of the last shared-prefix grouping (a copy) and its answer
-        self._groups_of: list[Sequence] = []
-        self._groups: tuple[list[SharedGroup], int] = ([], 0)
         # calls in the front end's door and answers on their way out (None: served at once)
         self._door = FrontDoor() if getattr(policy, "front_door", False) else None
         if recorder is not None:  # wrap the accounting: no per-iteration cost when not recording
@@ -286,7 +284,7 @@ class Engine:
             kv = sum([s.cached_len + s.ctx.tokens for s in decodes]) - shared_tokens
         longest = None
         if self.cost.waves is not None:
-            longest = (self.longest_context(batch) if not groups
+            longest = (longest_context(batch) if not groups
                        else self._excess_longest(batch, groups))
         stretch = self.cost.decode_stretch(len(decodes), kv, len(decodes), groups, longest)
         steps = (self.policy.stable_decode_steps(state, batch)
@@ -341,41 +339,6 @@ class Engine:
             f"({len(batch.prefills)} prompt chunks, {len(batch.decodes)} decodes) would take "
             f"{seconds:.3g} s; every iteration must take a positive time (check the profile)")
 
-    def _shared_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
-        """Shared-prefix groups among the decodes (in the order of each prefix's first decode),
-        and the prefix tokens they cover.
-
-        They depend only on which sequences decode, in which order: a sequence's forked prefix
-        and ``cached_len`` are set before it reaches the engine and never change. So the
-        answer for the same decodes as the last time (by identity: most iterations of a Parrot
-        engine short of KV blocks) is the last answer, found in one C-speed list comparison."""
-        if not self.shared_kernel or not batch.decodes:
-            return [], 0
-        if batch.decodes == self._groups_of:  # list ==: identity first (Sequence has no __eq__)
-            return self._groups
-        self._groups_of = batch.decodes.copy()  # the batch's list may change later (a ledger)
-        self._groups = self._walk_groups(batch)
-        return self._groups
-
-    def _walk_groups(self, batch: Batch) -> tuple[list[SharedGroup], int]:
-        """:meth:`_shared_groups` by a walk over the decodes."""
-        counts: dict[Context, int] = {}  # prefix context (by identity) -> decodes forking it
-        tokens: dict[Context, int] = {}  # prefix context -> the first such decode's cached_len
-        for s in batch.decodes:
-            prefix = s.prefix_ctx
-            if prefix is not None:
-                cached = s.cached_len
-                if cached > 0:
-                    if prefix in counts:
-                        counts[prefix] += 1
-                    else:
-                        counts[prefix] = 1
-                        tokens[prefix] = cached
-        groups = [(tokens[key], n) for key, n in counts.items() if n > 1]
-        if self.one_prefix:
-            groups = one_prefix(groups, len(batch.decodes))
-        return groups, sum(p * n for p, n in groups)
-
     # ---- bookkeeping ---------------------------------------------------------------------
     def _account(self, work: InFlight) -> None:
         self.busy_time += work.end - work.start
@@ -405,28 +368,14 @@ class Engine:
         ``groups``: the longest read of the shared-prefix kernel's paged phase, the longest
         whole context for the paged kernel over shared pages, else None (no excess)."""
         if self.cost.suffix_waves:
-            return self._longest_read(batch)
+            return longest_read(batch)
         if self.cost.group_waves:
-            return self.longest_context(batch)
+            return longest_context(batch)
         return None
 
-    def _longest_read(self, batch: Batch) -> int:
-        """The most KV tokens the paged kernel reads for one of ``batch``'s decodes when the
-        shared-prefix kernel serves its forked groups: a group member's own tokens (its prefix
-        is read once per group), any other decode's whole context (O(n), groups only)."""
-        counts: dict[Context, int] = {}  # by identity
-        for s in batch.decodes:
-            if s.prefix_ctx is not None and s.cached_len > 0:
-                counts[s.prefix_ctx] = counts.get(s.prefix_ctx, 0) + 1
-        return max([s.ctx.tokens if s.prefix_ctx is not None and s.cached_len > 0
-                    and counts[s.prefix_ctx] > 1 else s.kv_tokens for s in batch.decodes])
 
-    def longest_context(self, batch: Batch) -> int:
-        """The longest context (tokens, cached prefix included) among ``batch``'s decodes:
-        O(log n) amortized for a ledger batch."""
-        if batch.ledger is not None:
-            return batch.ledger.longest_context()
-        return max([s.cached_len + s.ctx.tokens for s in batch.decodes], default=0)
+    #: the longest context among a batch's decodes (:func:`forked_groups.longest_context`)
+    longest_context = staticmethod(longest_context)
 
     def _prefix_filled(self, seq: Sequence, end: float) -> None:
         """A shared-prefix fill completed: its KV becomes the cached parent context."""
