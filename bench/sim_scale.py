@@ -53,20 +53,20 @@ GPTS_VARIANTS = {
                                "max_num_batched_tokens": 8000, "num_kv_cache_blocks": 3000},
                     "scheduler": {"policy": "parrot", "ctx_aware": True,
                                   "max_requests_per_engine": 128}}},
-    # the same with no per-engine token budget (the artifact's was 262,144, the default): apps
-    # stay on the engine holding their prompt, which runs short of KV blocks (the Parrot
-    # engine's repeated-iteration path)
-    "parrot_unbounded": {
-        "client": {"kind": "parrot"},
-        "cluster": {"prefix_cache": True, "prefix_ttl_s": 600, "kernel": "shared_prefix",
-                    "engine": {"policy": "parrot", "max_batch_size": 256,
-                               "max_num_batched_tokens": 8000, "num_kv_cache_blocks": 3000},
-                    "scheduler": {"policy": "parrot", "ctx_aware": True,
-                                  "max_requests_per_engine": 128, "tokens_capacity": None}}},
     "least_queue_vllm": {
         "cluster": {"engine": {"policy": "vllm", "capacity_tokens": 30000,
                                "max_num_batched_tokens": 8000, "request_tracking": True}}},
 }
+
+
+# the same with no per-engine token budget (the artifact's was 262,144, the default): apps stay
+# on the engine holding their prompt, which runs short of KV blocks (the Parrot engine's
+# repeated-iteration path)
+GPTS_VARIANTS["parrot_unbounded"] = {
+    "client": GPTS_VARIANTS["parrot"]["client"],
+    "cluster": {**GPTS_VARIANTS["parrot"]["cluster"],
+                "scheduler": {**GPTS_VARIANTS["parrot"]["cluster"]["scheduler"],
+                              "tokens_capacity": None}}}
 
 
 def chat_config(engines: int, calls: int, rate: float | None = None) -> dict:

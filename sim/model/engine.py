@@ -398,16 +398,16 @@ class Engine:
         seq.finished = end
         seq.output_len = seq.generated
         self.ignored_calls += 1
-        if seq.prefix_ctx is not None and self.prefix_cache is not None:
-            self.prefix_cache.release(seq.prefix_ctx.key, end)
-        if self._door is not None and self.policy.reply_waits > 0:
-            self._door.answer_later(seq, self.iterations + self.policy.reply_waits)
-        else:
-            self.on_finish(seq, end)
+        self._answer(seq, end)
 
     def _finish(self, seq: Sequence, end: float) -> None:
         release(self.state, seq, end)
         self._finished.append(seq)
+        self._answer(seq, end)
+
+    def _answer(self, seq: Sequence, end: float) -> None:
+        """``seq`` ended at ``end``: its forked prefix loses a user, and its answer leaves (at
+        once, or held the policy's iterations in the front end's door)."""
         if seq.prefix_ctx is not None and self.prefix_cache is not None:
             self.prefix_cache.release(seq.prefix_ctx.key, end)
         if self._door is not None and self.policy.reply_waits > 0:
