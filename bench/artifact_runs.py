@@ -50,7 +50,8 @@ def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> R
     if era:
         data["cluster"]["paged_kernel"] = "vllm_0_1_4"
         if data["cluster"]["kernel"] == "shared_prefix":
-            data["cluster"]["kernel"] = "parrot_2023"
+            data["cluster"]["kernel"] = "parrot_2023"  # one prefix per batch by itself
+            data["cluster"]["one_prefix_per_batch"] = False
     for path, value in overrides:
         node = data
         for key in path[:-1]:

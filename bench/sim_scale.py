@@ -49,6 +49,7 @@ GPTS_VARIANTS = {
     "parrot": {
         "client": {"kind": "parrot"},
         "cluster": {"prefix_cache": True, "prefix_ttl_s": 600, "kernel": "shared_prefix",
+                    "one_prefix_per_batch": True,
                     "engine": {"policy": "parrot", "max_batch_size": 256,
                                "max_num_batched_tokens": 8000, "num_kv_cache_blocks": 3000},
                     "scheduler": {"policy": "parrot", "ctx_aware": True,

@@ -60,7 +60,7 @@ def fig17_artifact_kernels() -> None:
                 continue
             extra = {"paged_kernel": "vllm_0_1_4"}
             if run.config.cluster.kernel == "shared_prefix":
-                extra["kernel"] = "parrot_2023"
+                extra.update(kernel="parrot_2023", one_prefix_per_batch=False)  # its own limit
             s = _with(run, **extra).summary
             oom = run.config.cluster.engine.policy == "parrot" and s["memory_stalls"] > 0
             points.append((run.labels["workload.rate"], s["normalized_latency"], oom))

@@ -57,6 +57,10 @@ class ClusterConfig(StrictConfig):
     paper's vLLM, without KV split, which Parrot's 2023 engine also ran); the hf engine has
     none. Both era kernels are costed from the profile's curves
     (:mod:`parrotsim.sim.model.era_kernels`).
+    ``one_prefix_per_batch`` serves forked groups with the ``shared_prefix`` kernel's cost only
+    in batches whose forked decodes all share one prefix, as the artifact's kernel did (it took
+    the prefix of the batch's first job, ``jobs[0].context.parent_context``), the others with
+    the paged kernel; ``parrot_2023`` implies it.
     ``prefix_cache`` lets engines keep shared prefix contexts that calls fork (Parrot's
     ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel). With
     ``prefix_lifetime: users`` a prefix is freed ``prefix_ttl_s`` seconds after its last user
@@ -69,6 +73,7 @@ class ClusterConfig(StrictConfig):
     engine: EnginePolicySpec = VllmConfig()  # type: ignore[valid-type]
     kernel: Literal["paged", "shared_prefix", "parrot_2023"] = "paged"
     paged_kernel: Literal["split_kv", "vllm_0_1_4"] = "split_kv"
+    one_prefix_per_batch: bool = False
     scheduler: ClusterPolicySpec = LeastQueueConfig()  # type: ignore[valid-type]
     block_size: int = Field(default=16, gt=0)
     prefix_cache: bool = False
@@ -117,6 +122,11 @@ def combination_errors(cfg: RunConfig) -> list[tuple[tuple[str, ...], str, Any]]
         out.append((("cluster", "kernel"), "parrot_2023 ran its suffix pass with vLLM 0.1.4's "
                     "no-split kernel; set cluster.paged_kernel: vllm_0_1_4 (or use the "
                     "project's shared_prefix kernel)", cluster.kernel))
+    if cluster.one_prefix_per_batch and cluster.kernel != "shared_prefix":
+        out.append((("cluster", "one_prefix_per_batch"), "limits the shared_prefix kernel to "
+                    f"one prefix per batch; the {cluster.kernel} kernel "
+                    + ("has that limit already" if cluster.kernel == "parrot_2023"
+                       else "shares no prefix"), cluster.one_prefix_per_batch))
     if isinstance(cluster.engine, HfConfig) and cluster.paged_kernel != "split_kv":
         out.append((("cluster", "paged_kernel"), "the hf engine (FastChat's HuggingFace "
                     "worker) runs no paged kernel; its cost is fitted to the paper's HF facts",

@@ -147,6 +147,7 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
                          kernel=cfg.cluster.kernel, paged_kernel=cfg.cluster.paged_kernel)
         engines.append(make_engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                                    kernel=cfg.cluster.kernel,
+                                   one_prefix_per_batch=cfg.cluster.one_prefix_per_batch,
                                    fast_forward=cfg.cluster.fast_forward, prefix_cache=cache,
                                    recorder=recorder, limits=limits))
     client_ref: list = []

@@ -73,7 +73,8 @@ class InFlight:
 
 class Engine:
     """A simulated engine: ``kernel`` is ``paged``, ``shared_prefix`` or ``parrot_2023`` (decode
-    attention of forked batches);
+    attention of forked batches; ``one_prefix_per_batch``: forked groups count only in a batch
+    whose forked decodes share one prefix, as the artifact's kernels served them);
     ``limits``: what it can ever hold, from its policy's config (None: not checked)."""
 
     def __init__(self, env: simpy.Environment, engine_id: int, policy: EnginePolicy,
@@ -81,7 +82,7 @@ class Engine:
                  kernel: str = "paged", fast_forward: bool = True,
                  prefix_cache: PrefixCache | None = None,
                  recorder: IterationRecorder | None = None,
-                 limits: EngineLimits | None = None) -> None:
+                 limits: EngineLimits | None = None, one_prefix_per_batch: bool = False) -> None:
         self.env = env
         self.engine_id = engine_id
         self.policy = policy
@@ -94,8 +95,9 @@ class Engine:
         #: kernel when the profile measured it over shared pages)
         self.shared_kernel = kernel in ("shared_prefix", "parrot_2023") or (
             kernel == "paged" and prefix_cache is not None and cost.paged_groups)
-        #: the forked groups of a decode batch (the artifact's 2023 kernel: one per batch)
-        self._shared_groups = ForkedGroups(self.shared_kernel, kernel == "parrot_2023").of
+        #: the forked groups of a decode batch (the artifact's kernels: one prefix per batch)
+        self._shared_groups = ForkedGroups(
+            self.shared_kernel, kernel == "parrot_2023" or one_prefix_per_batch).of
         self.kernel = kernel
         self.fast_forward = fast_forward
         self.prefix_cache = prefix_cache

@@ -107,6 +107,9 @@ CASES = {
         "  on: {cluster.prefix_cache: true, cluster.kernel: shared_prefix}\n"
         "  off: {cluster.kernel: shared_prefix}\n",
         [(7, 25, "cluster.kernel", "needs cluster.prefix_cache: true")]),
+    "one prefix per batch without the shared-prefix kernel": (
+        BASE + "  cluster: {prefix_cache: true, one_prefix_per_batch: true}\n",
+        [(4, 55, "cluster.one_prefix_per_batch", "the paged kernel shares no prefix")]),
     "prefix ttl without prefix cache": (
         BASE + "  cluster: {prefix_ttl_s: 600}\n",
         [(4, 27, "cluster.prefix_ttl_s", "cluster.prefix_cache is false")]),

@@ -59,3 +59,21 @@ def test_the_same_decodes_give_the_remembered_answer_and_a_changed_list_does_not
     assert eng._shared_groups(Batch(decodes=[a1, lone, a3])) == ([(100, 2)], 200)
     assert eng._shared_groups(Batch(decodes=[a1, lone, a2])) == ([(100, 2)], 200)
     assert eng._shared_groups(Batch(decodes=[lone])) == ([], 0)
+
+
+def test_one_prefix_per_batch_serves_only_a_batch_whose_forks_share_one_prefix():
+    """The artifact's kernels took the batch's first job's prefix for every decode: with
+    ``one_prefix_per_batch`` a batch mixing two forked prompts (or a fork beside a plain
+    sequence) gets no groups - the paged kernel - and one whose decodes all fork one prompt
+    keeps its group."""
+    kv = KVCache(10**5)
+    _, (a1, a2, a3), (b1, b2), lone = _setup()
+    prof = roofline_profile(GPUS["a100-80gb"], MODELS["llama-7b"])
+    cm = CostModel(prof, "none", kernel="shared_prefix")
+    one = Engine(simpy.Environment(), 0, None, cm, kv, lambda s, t: None,
+                 kernel="shared_prefix", one_prefix_per_batch=True)
+    assert one._shared_groups(Batch(decodes=[a1, a2, a3])) == ([(100, 3)], 300)
+    assert one._shared_groups(Batch(decodes=[a1, a2, b1, b2])) == ([], 0)
+    assert one._shared_groups(Batch(decodes=[a1, a2, lone])) == ([], 0)
+    many = _setup()[0]  # today's kernel: any number of prefixes per batch
+    assert many._shared_groups(Batch(decodes=[a1, a2, b1, b2])) == ([(100, 2), (200, 2)], 600)
