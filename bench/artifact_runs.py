@@ -38,6 +38,7 @@ import pandas as pd
 from ruamel.yaml import YAML
 
 from parrotsim.api import RunConfig, load_experiment, simulate
+from parrotsim.sim.harness.config import era_kernel_fields
 from parrotsim.sim.model.profile import shipped_profiles
 
 DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_runs"
@@ -48,10 +49,7 @@ FIG19_METRICS = {"chat_normalized_latency_ms": "chat_normalized_latency",
 def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> RunConfig:
     data = run.config.model_dump(mode="json")
     if era:
-        data["cluster"]["paged_kernel"] = "vllm_0_1_4"
-        if data["cluster"]["kernel"] == "shared_prefix":
-            data["cluster"]["kernel"] = "parrot_2023"  # one prefix per batch by itself
-            data["cluster"]["one_prefix_per_batch"] = False
+        data["cluster"].update(era_kernel_fields(run.config.cluster))
     for path, value in overrides:
         node = data
         for key in path[:-1]:

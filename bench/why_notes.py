@@ -21,6 +21,7 @@ import numpy as np
 
 from parrotsim.api import RunConfig, RunResult, load_experiment, simulate
 from parrotsim.reports.derive import crossing_rate
+from parrotsim.sim.harness.config import era_kernel_fields
 
 
 def results(name: str, **labels) -> list[RunResult]:
@@ -58,10 +59,7 @@ def fig17_artifact_kernels() -> None:
         for run in load_experiment("paper/fig17").runs:
             if run.labels["variant"] != variant:
                 continue
-            extra = {"paged_kernel": "vllm_0_1_4"}
-            if run.config.cluster.kernel == "shared_prefix":
-                extra.update(kernel="parrot_2023", one_prefix_per_batch=False)  # its own limit
-            s = _with(run, **extra).summary
+            s = _with(run, **era_kernel_fields(run.config.cluster)).summary
             oom = run.config.cluster.engine.policy == "parrot" and s["memory_stalls"] > 0
             points.append((run.labels["workload.rate"], s["normalized_latency"], oom))
         rate, kind, oom = crossing_rate(points)

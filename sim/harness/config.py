@@ -104,6 +104,16 @@ class RunConfig(StrictConfig):
         return self
 
 
+def era_kernel_fields(cluster: ClusterConfig) -> dict[str, Any]:
+    """The ``cluster`` fields that run ``cluster`` on the artifact's kernels: vLLM 0.1.4's
+    no-split paged kernel everywhere, and Parrot's 2023 kernel (one prefix per batch by
+    itself) where it has the project's shared-prefix kernel."""
+    fields: dict[str, Any] = {"paged_kernel": "vllm_0_1_4"}
+    if cluster.kernel == "shared_prefix":
+        fields.update(kernel="parrot_2023", one_prefix_per_batch=False)
+    return fields
+
+
 #: Parrot scheduler knobs that act only through the Parrot client's DAG annotations (deduced
 #: objectives and task groups) and only with ``dag_aware``; artifact mode ignores them
 _DEDUCTION_KNOBS = ("deduction", "task_groups", "latency_max_requests", "latency_max_tokens")

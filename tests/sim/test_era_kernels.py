@@ -129,3 +129,22 @@ def test_config_validation_of_the_kernel_switches():
     for cluster, message in cases:
         with pytest.raises(ValidationError, match=message):
             RunConfig.model_validate(_config(**cluster))
+
+
+def test_era_kernel_fields_give_a_valid_config_on_the_artifacts_kernels():
+    """Fig 17's Parrot (today's kernel, one prefix per batch) switched to the artifact's
+    kernels is a valid run on parrot_2023 and the no-split paged kernel; a paged run keeps its
+    kernel and changes only the paged one."""
+    from parrotsim.api import load_experiment
+    from parrotsim.sim.harness.config import RunConfig, era_kernel_fields
+
+    for run in load_experiment("paper/fig17").runs:
+        if run.labels["workload.rate"] != 1:
+            continue
+        data = run.config.model_dump(mode="json")
+        data["cluster"].update(era_kernel_fields(run.config.cluster))
+        cluster = RunConfig.model_validate(data).cluster
+        assert cluster.paged_kernel == "vllm_0_1_4"
+        expected = {"shared_prefix": "parrot_2023"}.get(run.config.cluster.kernel,
+                                                        run.config.cluster.kernel)
+        assert cluster.kernel == expected and not cluster.one_prefix_per_batch
