@@ -1,0 +1,95 @@
+"""Split-KV decode over sequences whose pages are consecutive, read by tensor descriptors.
+
+A diagnostic for issue 18's "never slower than torch SDPA on a contiguous gather": SDPA reads
+each sequence's K/V as one contiguous run, the paged kernel (:mod:`parrotsim.kernels.paged_decode`)
+through a page table. This kernel is the paged kernel's tile (G query heads of one KV head as the
+rows of a ``tl.dot``, online softmax, split-KV, the shipped log-sum-exp merge) with the page
+table replaced by one descriptor over the cache viewed as [pages * 16, Hkv * D]: sequence b's
+token t is row ``first_page[b] * 16 + t``. Whatever it gains over the paged kernel at the same
+shape is what the page gather costs.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma
+from parrotsim.kernels.paged_decode import choose_num_splits, launch_merge
+
+
+@triton.jit
+def _decode_desc_kernel(
+    q_ptr, k_desc, v_desc, first_ptr, lens_ptr, po_ptr, plse_ptr, qk_scale, HQ, n_slots,
+    stride_qb, stride_qh, NUM_SPLITS,
+    G: tl.constexpr, BLOCK_H: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,
+    PAGE: tl.constexpr, F32: tl.constexpr,
+):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    split = tl.program_id(2)
+    seq_len = tl.load(lens_ptr + b)
+    row0 = tl.load(first_ptr + b) * PAGE
+    split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BN) * BN
+    start = split * split_len
+    end = tl.minimum(start + split_len, seq_len)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BN)
+    hmask = offs_h < G
+    heads = kvh * G + offs_h
+    q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
+                mask=hmask[:, None], other=0.0)
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, D], tl.float32)
+    for n0 in range(start, end, BN):
+        k = k_desc.load([row0 + n0, kvh * D])
+        s = mma(q, tl.trans(k), F32) * qk_scale
+        s = tl.where((n0 + offs_n)[None, :] < end, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([row0 + n0, kvh * D])
+        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
+        m_i = m_new
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
+    base = (b * HQ + heads).to(tl.int64) * n_slots + split
+    tl.store(po_ptr + base[:, None] * D + offs_d[None, :], acc / l_safe[:, None],
+             mask=hmask[:, None])
+    tl.store(plse_ptr + base, lse2, mask=hmask)
+
+
+def decode_contiguous(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      first_pages: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
+                      num_splits: int | None = None, block_n: int = 64, num_warps: int = 4,
+                      num_stages: int = 3, sm_scale: float | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode attention of one query per sequence; sequence b's ``seq_lens[b]`` tokens are in
+    consecutive pages from ``first_pages[b]`` (int32 [B]). Returns (out [B, Hq, D], natural-log
+    lse [B, Hq]) as :func:`parrotsim.kernels.paged_decode.paged_decode_attention` does. Rows
+    past a sequence's end belong to other sequences and are masked; the last rows of the cache
+    read as zeros."""
+    b, hq, d = q.shape
+    pages, page, hkv, _ = k_cache.shape
+    g = hq // hkv
+    splits = num_splits or choose_num_splits(b * hkv, max_len, q.device)
+    descs = [TensorDescriptor.from_tensor(c.view(pages * page, hkv * d), [block_n, d])
+             for c in (k_cache, v_cache)]
+    po = torch.empty(b, hq, splits, d, dtype=torch.float32, device=q.device)
+    plse = torch.empty(b, hq, splits, dtype=torch.float32, device=q.device)
+    _decode_desc_kernel[(b, hkv, splits)](
+        q, *descs, first_pages, seq_lens, po, plse, default_scale(d, sm_scale) * LOG2E, hq,
+        splits, q.stride(0), q.stride(1), splits, G=g, BLOCK_H=max(16, triton.next_power_of_2(g)),
+        BN=block_n, D=d, PAGE=page, F32=INTERPRET, num_warps=num_warps, num_stages=num_stages)
+    out = torch.empty_like(q)
+    lse = torch.empty(b, hq, dtype=torch.float32, device=q.device)
+    launch_merge(po, plse, out, lse)
+    return out, lse
+
+
+__all__ = ["decode_contiguous"]

@@ -1,0 +1,60 @@
+"""The descriptor prefix phase over consecutive prefix pages vs the fp32 reference (interpreter)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from kernel_fixtures import make_cache, random_tables, rel_err  # noqa: E402
+
+from parrotsim.kernels.experimental.prefix_desc import shared_prefix_contiguous  # noqa: E402
+from parrotsim.kernels.reference import ref_shared_prefix_decode  # noqa: E402
+
+D = 32
+
+
+@pytest.mark.parametrize(
+    "group,prefix_len,suffix,first,splits",
+    [(1, 100, [3, 0, 40, 17, 1], 5, 2),   # last tile runs past the prefix: rows read as zeros
+     (4, 64, [0, 33], 0, 1),
+     (8, 37, [20, 5, 0, 64, 16], 9, 3),   # a split of one 16-token tile past the prefix end
+     (4, 160, [7, 7, 7], 2, 3)],
+)
+def test_contiguous_prefix_vs_reference(group, prefix_len, suffix, first, splits):
+    gen = torch.Generator().manual_seed(prefix_len + 31 * group)
+    hkv = 2
+    k, v = make_cache(60, hkv, D, gen)
+    n_pre = -(-prefix_len // 16)
+    prefix_pages = torch.arange(first, first + n_pre, dtype=torch.int32)
+    rest = torch.tensor([p for p in torch.randperm(60, generator=gen).tolist()
+                         if not first <= p < first + n_pre])
+    tables = random_tables(suffix, rest)
+    b = len(suffix)
+    q = torch.randn(b, hkv * group, D, generator=gen).to(torch.bfloat16)
+    lens = torch.tensor(suffix, dtype=torch.int32)
+    out, lse = shared_prefix_contiguous(q, k, v, first, prefix_len, tables, lens, block_m=16,
+                                        block_n=16, num_warps=4, num_stages=2,
+                                        prefix_splits=splits, suffix_splits=2)
+    ref_out, ref_lse = ref_shared_prefix_decode(q, k, v, prefix_pages, prefix_len, tables, lens)
+    assert rel_err(out, ref_out) <= 1e-2
+    assert (lse - ref_lse).abs().max() <= 1e-3
+
+
+@pytest.mark.parametrize("group,splits", [(1, 1), (4, 3), (8, 2)])
+def test_contiguous_decode_vs_reference(group, splits):
+    from parrotsim.kernels.experimental.decode_desc import decode_contiguous
+    from parrotsim.kernels.reference import ref_paged_decode
+    gen = torch.Generator().manual_seed(group * 7 + splits)
+    hkv, npp = 2, 5
+    lens = [1, 80, 37, 0, 64]
+    k, v = make_cache(npp * len(lens), hkv, D, gen)
+    tables = torch.arange(npp * len(lens), dtype=torch.int32).view(len(lens), npp)
+    q = torch.randn(len(lens), hkv * group, D, generator=gen).to(torch.bfloat16)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    out, lse = decode_contiguous(q, k, v, tables[:, 0].contiguous(), seq_lens, max(lens),
+                                 num_splits=splits, block_n=16, num_stages=2)
+    ref_out, ref_lse = ref_paged_decode(q, k, v, tables, seq_lens)
+    live = ~torch.isinf(ref_lse)
+    assert torch.equal(torch.isinf(lse), ~live)
+    assert rel_err(out[live], ref_out[live]) <= 1e-2
+    assert (lse[live] - ref_lse[live]).abs().max() <= 1e-3
