@@ -89,7 +89,7 @@ def fig15(overrides, era: bool) -> None:
     compare("Fig 15, Bing mean request latency (s): artifact re-run vs simulated",
             "paper/fig15", {(r.system, float(r.batch)): r.mean_latency_s
                             for r in real.itertuples()},
-            "cluster.scheduler.slots", "mean_engine_latency", overrides, era)
+            "cluster.scheduler.slots", "mean_slot_latency", overrides, era)
 
 
 def fig17(overrides, era: bool) -> None:

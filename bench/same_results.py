@@ -13,7 +13,10 @@ line per experiment and exits 1 on any difference. ``--new-column NAME`` (repeat
 summary column that only NEW_DIR has, as a new config field adds one, if it holds one value in
 every run (the field's default): it is dropped before comparing. A column of a run's table
 that only NEW_DIR has (a new counter) is dropped the same way, with ``--new-column
-TABLE.NAME`` (``engines.ignored_calls``), if it holds one value in every row.
+TABLE.NAME`` (``engines.ignored_calls``), if it holds one value in every row. ``--new-metric
+NAME`` (repeatable) allows a summary column that only NEW_DIR has with any values, as a new
+metric computed from the run's tables adds one: it is dropped before comparing, and the tables
+it is computed from are compared as ever.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ import pandas as pd
 TABLES = ("calls", "apps", "engines")
 
 
-def compare_experiment(old: Path, new: Path, new_columns: tuple[str, ...] = ()) -> list[str]:
+def compare_experiment(old: Path, new: Path, new_columns: tuple[str, ...] = (),
+                       new_metrics: tuple[str, ...] = ()) -> list[str]:
     """Differences between two experiment folders (each holding summary.csv and runs/)."""
     a = pd.read_csv(old / "summary.csv", dtype=str, keep_default_na=False)
     b = pd.read_csv(new / "summary.csv", dtype=str, keep_default_na=False)
+    b = b.drop(columns=[m for m in new_metrics if m in b.columns and m not in a.columns])
     problems = []
     for col in new_columns:
         if col in b.columns and col not in a.columns:
@@ -66,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new-column", action="append", default=[], metavar="NAME",
                         help="a summary column (or TABLE.NAME: a run table's column) only NEW "
                              "has, one value in every run")
+    parser.add_argument("--new-metric", action="append", default=[], metavar="NAME",
+                        help="a summary column only NEW has, any values (a new metric)")
     args = parser.parse_args(argv)
     summaries = sorted(p.parent.relative_to(args.old) for p in args.old.rglob("summary.csv"))
     if not summaries:
@@ -77,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{rel}: missing under {args.new}")
             bad += 1
             continue
-        problems = compare_experiment(args.old / rel, args.new / rel, tuple(args.new_column))
+        problems = compare_experiment(args.old / rel, args.new / rel, tuple(args.new_column),
+                                      tuple(args.new_metric))
         runs = len(pd.read_csv(args.old / rel / "summary.csv"))
         print(f"{rel}: {runs} runs, " + ("identical" if not problems else "; ".join(problems[:5])))
         bad += bool(problems)

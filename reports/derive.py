@@ -49,8 +49,8 @@ def panel_rows(panel: Panel, summary: pd.DataFrame, results: Path) -> list[dict]
     if panel.figure == "fig13":
         return _latency_diff(panel, summary, results)
     rows = _select(summary, panel.where).copy()
-    if panel.metric == "engine_latency_per_token":
-        rows[panel.metric] = rows["mean_engine_latency"] / rows["workload.output_len"]
+    if panel.metric == "slot_latency_per_token":
+        rows[panel.metric] = rows["mean_slot_latency"] / rows["workload.output_len"]
     x_col = panel.x
     out = []
     for (series, x), group in rows.groupby(["variant", x_col], sort=True):

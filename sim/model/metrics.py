@@ -13,8 +13,11 @@ for memory. Metric names match the report's ids where they overlap:
   (the paper's TPOT);
 * ``chat_decode_time``: the same restricted to calls of ``chat`` apps, and
   ``chat_normalized_latency`` the normalized latency of those calls;
-* ``mean_engine_latency``: from a call's arrival at its engine to its last token (the Bing
-  benchmark's per-request latency);
+* ``mean_engine_latency``: from a call's arrival at its engine to its last token;
+* ``mean_slot_latency``: from the start of the iteration that first fills a call (its prompt,
+  or its part past a forked prefix) to its last token: the Bing benchmark's per-request latency
+  (Figs 15, 16), whose script started a request's clock when it pushed it into a free slot,
+  right before the iteration that filled it, and filled the shared prefix before the first push;
 * ``mean_jct_<kind>``: mean completion time of the foreground apps of each kind;
 * ``peak_kv_memory``: largest KV memory any engine held (GB), ``peak_kv_fraction`` the largest
   share of an engine's KV blocks in use (1.0: the run hit the memory ceiling);
@@ -58,8 +61,8 @@ __all__ = ["CALL_COLUMNS", "CallLog", "RunResult", "engine_table", "summarize"]
 
 
 #: the columns of the per-call table that the summary reads
-SUMMARY_INPUTS = ["app_kind", "sent", "engine_arrived", "first_token", "finished", "returned",
-                  "output_len", "preemptions"]
+SUMMARY_INPUTS = ["app_kind", "sent", "engine_arrived", "admitted", "first_token", "finished",
+                  "returned", "output_len", "preemptions"]
 
 
 @dataclass
@@ -153,6 +156,7 @@ def summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.DataFrame) ->
         "chat_decode_time": _mean(chat_tpot) * 1e3,
         "chat_normalized_latency": _mean(chat_normalized) * 1e3,
         "mean_engine_latency": _mean(col["finished"] - col["engine_arrived"]),
+        "mean_slot_latency": _mean(col["finished"] - col["admitted"]),
         "mean_ttft": _mean(col["first_token"] - col["engine_arrived"]),
         "throughput": float(output_len.sum()) / makespan if makespan > 0 else 0.0,
         "makespan": makespan,

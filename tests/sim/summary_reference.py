@@ -37,6 +37,7 @@ def reference_summarize(calls: pd.DataFrame, apps: pd.DataFrame, engines: pd.Dat
         "chat_normalized_latency": _mean((chat_all["returned"] - chat_all["sent"])
                                          / chat_all["output_len"]) * 1e3,
         "mean_engine_latency": _mean(done["finished"] - done["engine_arrived"]),
+        "mean_slot_latency": _mean(done["finished"] - done["admitted"]),
         "mean_ttft": _mean(done["first_token"] - done["engine_arrived"]),
         "throughput": float(done["output_len"].sum()) / makespan if makespan > 0 else 0.0,
         "makespan": makespan,

@@ -17,7 +17,7 @@ from parrotsim.workloads.app import Text, single_call_app
 pytestmark = pytest.mark.filterwarnings("error")
 NAN_WHEN_EMPTY = ["mean_jct", "p50_jct", "p90_jct", "p99_jct", "mean_request_latency",
                   "normalized_latency", "latency_per_output_token", "mean_engine_latency",
-                  "mean_ttft"]
+                  "mean_slot_latency", "mean_ttft"]
 
 
 def _apps(rows: list[tuple]) -> pd.DataFrame:
