@@ -1,4 +1,4 @@
-"""The paper profiles against the artifact's own printed results (Figs 14a, 15, 17, 18, 19).
+"""The paper profiles against the artifact's own printed results (Figs 14a, 15, 16, 17, 18, 19).
 
     python bench/artifact_runs.py [--fig19-seeds 20] [--artifact-kernels]
                                    [--parrot-per-seq-s S] [--set PATH=VALUE ...]
@@ -10,6 +10,9 @@ printed (``calibrate/measurements/artifact_runs``), the simulated value and its 
   10 documents at each output length, the artifact's re-run;
 * Fig 15 (one A100-80GB, LLaMA-7B, Bing Copilot): each system's mean request latency at each
   batch size, the artifact's re-run (the mean of its printed per-request times);
+* Fig 16 (the same, every request generating a fixed output): each system's mean request
+  latency at batch 32 (all 288 prompts) and 64 (one wave of 64), the artifact's re-run (its
+  loop's wall time over the waves of requests it ran);
 * Fig 18 (one A100-80GB, LLaMA-13B): each system's time for the 10 MetaGPT rounds at 4, 8,
   12 and 16 files, the artifact's re-run;
 
@@ -92,6 +95,23 @@ def fig15(overrides, era: bool) -> None:
             "cluster.scheduler.slots", "mean_slot_latency", overrides, era)
 
 
+def fig16(overrides, era: bool) -> None:
+    """Fig 16's re-run: at batch 32 the 288 prompts in file order (9 waves of 32 requests); at
+    batch 64 one wave of the first 64 shuffled prompts (the experiment runs both so)."""
+    real = pd.read_csv(DATA / "fig16_runs.csv")
+    want = {(r.system, int(r.batch), int(r.output_len)): r.mean_latency_s
+            for r in real.itertuples()}
+    print("Fig 16, Bing mean request latency (s), fixed output: artifact re-run vs simulated")
+    for run in load_experiment("paper/fig16").runs:
+        batch = int(run.labels["cluster.scheduler.slots"])
+        key = (run.labels["variant"], batch, int(run.labels["workload.output_len"]))
+        if key not in want:
+            continue
+        sim = simulate(_config(run, overrides, era)).summary["mean_slot_latency"]
+        print(f"  {key[0]:24s} slots {batch:3d} output {key[2]:4d}  real {want[key]:8.2f}  "
+              f"sim {sim:8.2f}  {100 * (sim / want[key] - 1):+6.1f} %")
+
+
 def fig17(overrides, era: bool) -> None:
     real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
     compare("Fig 17, normalized latency (ms/token): artifact re-run vs simulated",
@@ -160,6 +180,7 @@ def main() -> None:
                                                                       Path(tmp))))
         fig14(overrides, args.artifact_kernels)
         fig15(overrides, args.artifact_kernels)
+        fig16(overrides, args.artifact_kernels)
         fig17(overrides, args.artifact_kernels)
         fig18(overrides, args.artifact_kernels)
         fig19(overrides, args.fig19_seeds, args.artifact_kernels)

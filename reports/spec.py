@@ -83,7 +83,8 @@ PANELS: list[Panel] = [
     P("fig16b", "fig16", "workload.output_len", "output length (tokens)",
       "slot_latency_per_token", "latency_per_output_token", "ms", "latency per token (ms)",
       {"cluster.scheduler.slots": 64}, scale=1e3,
-      setup="Bing Copilot, 288 prompts, batch 64; 1x A100-80GB, LLaMA-7B"),
+      setup="Bing Copilot, one wave of 64 requests (the artifact's script), batch 64; "
+            "1x A100-80GB, LLaMA-7B"),
     P("fig17", "fig17", "workload.rate", "request rate (req/s)", "normalized_latency",
       "normalized_latency", "ms", "normalized latency (ms/token)",
       setup="Four GPTs apps 1:1:1:1, Poisson; 4x RTX A6000, LLaMA-7B"),

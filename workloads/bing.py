@@ -9,8 +9,9 @@ Fig 15 script, whose output column (183-800 tokens) Fig 15 uses.
 * ``requests: sampled`` (Fig 15): the 288 prompts shuffled as the artifact did
   (``np.random.seed(2023); np.random.shuffle(...)``, reproduced exactly with the legacy
   ``RandomState(2023)``, whose shuffle draws the same sequence for a list and an array), the
-  first 64 kept, request i gets output i of the 64 pairs. ``output_len`` overrides the outputs.
-* ``requests: all`` (Fig 16): all 288 prompts in file order, each generating ``output_len``.
+  first 64 kept, request i gets output i of the 64 pairs. ``output_len`` overrides the outputs
+  (Fig 16b: the artifact's one-wave script ran these 64 prompts with a fixed output).
+* ``requests: all`` (Fig 16a): all 288 prompts in file order, each generating ``output_len``.
 
 Each request is a single-call app (kind ``bing``, id ``bing-{i}``) arriving at t = 0 s, in FIFO
 order; its prompt is ``Text("bing/system", 5107)`` then a unique suffix of prompt - 5107
@@ -70,8 +71,9 @@ class BingCopilot(WorkloadConfig):
     """Bing Copilot requests sharing a 5107-token system prompt, all arriving at t = 0.
 
     Fig 15: ``requests: sampled`` with 8/16/32/64 slots. Fig 16: ``requests: all`` with
-    ``output_len`` 200-800 (32 slots) or 100-480 (64 slots). ``batch_size`` is unused (see the
-    module docstring); the slots are ``cluster.scheduler.slots``.
+    ``output_len`` 200-800 (32 slots), and ``requests: sampled`` with 100-480 (64 slots: one
+    wave). ``batch_size`` is unused (see the module docstring); the slots are
+    ``cluster.scheduler.slots``.
     """
 
     kind: Literal["bing"] = "bing"

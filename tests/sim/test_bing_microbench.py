@@ -44,3 +44,11 @@ def test_shipped_bing_experiments_run_the_microbenchmark():
             assert cfg.client.chat_template == "none", name
             assert cfg.cluster.engine.max_num_batched_tokens >= (
                 cfg.cluster.scheduler.slots * longest), name
+
+
+def test_fig16_runs_the_artifacts_two_scripts():
+    # 16a: the per-request script over all 288 prompts; 16b: the script that stops after its
+    # first wave, i.e. the first 64 shuffled prompts
+    for run in load_experiment("paper/fig16").runs:
+        slots = run.config.cluster.scheduler.slots
+        assert run.config.workload.requests == {32: "all", 64: "sampled"}[slots]
