@@ -19,6 +19,8 @@ finish a (sequence, head) merges it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -43,6 +45,24 @@ def _side_stream(device: torch.device) -> torch.cuda.Stream:
     if device not in _SIDE_STREAMS:
         _SIDE_STREAMS[device] = torch.cuda.Stream(device)
     return _SIDE_STREAMS[device]
+
+
+def run_phases(prefix: Callable[[], None], suffix: Callable[[], None], q: torch.Tensor,
+               concurrent: bool) -> None:
+    """Launch the prefix and the suffix phase: with ``concurrent`` (on CUDA) the prefix on a
+    side stream forked from and joined back to the current one (also inside a captured CUDA
+    graph), so the two phases' programs share the GPU; else one after the other."""
+    if concurrent and q.is_cuda:
+        cur = torch.cuda.current_stream(q.device)
+        side = _side_stream(q.device)
+        side.wait_stream(cur)
+        with torch.cuda.stream(side):
+            prefix()
+        suffix()
+        cur.wait_stream(side)
+    else:
+        prefix()
+        suffix()
 
 
 @triton.jit
@@ -220,20 +240,10 @@ def shared_prefix_decode_attention(
                       out, lse, po, plse, slot0=nsp, block_n=suffix_block_n,
                       num_stages=suffix_stages, merge=True)
         return out, lse
-    if mode == "concurrent" and q.is_cuda:
-        cur = torch.cuda.current_stream(q.device)
-        side = _side_stream(q.device)
-        side.wait_stream(cur)
-        with torch.cuda.stream(side):
-            prefix()
-        suffix()
-        cur.wait_stream(side)
-    else:
-        prefix()
-        suffix()
+    run_phases(prefix, suffix, q, mode == "concurrent")
     launch_merge(po, plse, out, lse, num_warps=merge_warps)
     return out, lse
 
 
-__all__ = ["choose_shared", "paged_over_shared_pages", "prefix_tiles",
+__all__ = ["choose_shared", "paged_over_shared_pages", "prefix_tiles", "run_phases",
            "shared_prefix_decode_attention"]

@@ -16,7 +16,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale
+from parrotsim.kernels.experimental.attend_desc import attend_desc, store_partial
 from parrotsim.kernels.paged_decode import choose_num_splits, launch_merge
 
 
@@ -37,31 +38,14 @@ def _decode_desc_kernel(
     end = tl.minimum(start + split_len, seq_len)
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, D)
-    offs_n = tl.arange(0, BN)
     hmask = offs_h < G
     heads = kvh * G + offs_h
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=hmask[:, None], other=0.0)
-    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D], tl.float32)
-    for n0 in range(start, end, BN):
-        k = k_desc.load([row0 + n0, kvh * D])
-        s = mma(q, tl.trans(k), F32) * qk_scale
-        s = tl.where((n0 + offs_n)[None, :] < end, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = v_desc.load([row0 + n0, kvh * D])
-        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
-        m_i = m_new
-    l_safe = tl.where(l_i > 0, l_i, 1.0)
-    lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
-    base = (b * HQ + heads).to(tl.int64) * n_slots + split
-    tl.store(po_ptr + base[:, None] * D + offs_d[None, :], acc / l_safe[:, None],
-             mask=hmask[:, None])
-    tl.store(plse_ptr + base, lse2, mask=hmask)
+    m_i, l_i, acc = attend_desc(q, k_desc, v_desc, row0, start, end, kvh * D, qk_scale, BLOCK_H,
+                                BN, D, F32)
+    store_partial(po_ptr, plse_ptr, (b * HQ + heads).to(tl.int64) * n_slots + split, m_i, l_i,
+                  acc, hmask, D)
 
 
 def decode_contiguous(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

@@ -20,9 +20,10 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale
+from parrotsim.kernels.experimental.attend_desc import attend_desc, store_partial
 from parrotsim.kernels.paged_decode import choose_num_splits, launch_decode, launch_merge
-from parrotsim.kernels.shared_prefix_decode import _side_stream
+from parrotsim.kernels.shared_prefix_decode import run_phases
 
 
 @triton.jit
@@ -39,31 +40,14 @@ def _prefix_desc_kernel(
     seq = rows // G
     heads = kvh * G + rows % G
     offs_d = tl.arange(0, D)
-    offs_n = tl.arange(0, BN)
     q = tl.load(q_ptr + seq[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=rmask[:, None], other=0.0)
     start = split * split_len
     end = tl.minimum(start + split_len, prefix_len)
-    m_i = tl.full([BM], float("-inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    for n0 in range(start, end, BN):
-        k = k_desc.load([n0, kvh * D])
-        s = mma(q, tl.trans(k), F32) * qk_scale
-        s = tl.where((n0 + offs_n)[None, :] < end, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = v_desc.load([n0, kvh * D])
-        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
-        m_i = m_new
-    l_safe = tl.where(l_i > 0, l_i, 1.0)
-    lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
-    base = (seq * HQ + heads).to(tl.int64) * n_slots + split
-    tl.store(po_ptr + base[:, None] * D + offs_d[None, :], acc / l_safe[:, None],
-             mask=rmask[:, None])
-    tl.store(plse_ptr + base, lse2, mask=rmask)
+    m_i, l_i, acc = attend_desc(q, k_desc, v_desc, 0, start, end, kvh * D, qk_scale, BM, BN, D,
+                                F32)
+    store_partial(po_ptr, plse_ptr, (seq * HQ + heads).to(tl.int64) * n_slots + split, m_i, l_i,
+                  acc, rmask, D)
 
 
 def split_tokens(prefix_len: int, splits: int, block_n: int) -> int:
@@ -138,17 +122,7 @@ def shared_prefix_contiguous(
         launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale2 / LOG2E,
                       nss, None, None, po, plse, slot0=nsp, block_n=128, num_stages=2)
 
-    if concurrent and q.is_cuda:
-        cur = torch.cuda.current_stream(q.device)
-        side = _side_stream(q.device)
-        side.wait_stream(cur)
-        with torch.cuda.stream(side):
-            prefix()
-        suffix()
-        cur.wait_stream(side)
-    else:
-        prefix()
-        suffix()
+    run_phases(prefix, suffix, q, concurrent)
     launch_merge(po, plse, out, lse, num_warps=1)
     return out, lse
 
