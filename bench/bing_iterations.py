@@ -12,7 +12,9 @@ schedule has no duplicated request). Printed per run: the decode step at B Gener
 (``a + b*B``, ms), ``f`` (ms per token), ``a`` (ms) and the fit's median |error| per request, real
 and simulated, and their ratios. Data: ``calibrate/measurements/artifact_runs/fig15_requests.csv``
 (the printed per-request times) and the prompt and output tables of
-:mod:`parrotsim.workloads.bing`.
+:mod:`parrotsim.workloads.bing`. Then Fig 16a's re-run (``fig16_runs.csv``, batch 32: 9 waves
+of 32 requests all generating one output length) gives the decode step and a wave's fill from
+its mean latency at the four output lengths, and the simulated runs the same.
 """
 
 from __future__ import annotations
@@ -71,6 +73,30 @@ def main() -> None:
               f"{1e3 * sim_step:11.1f} {1e3 * sim_coef[2]:6.3f} {1e3 * sim_coef[0]:6.1f} "
               f"{100 * np.median(np.abs(sim_err)):6.1f}% | {sim_step / step:13.2f} "
               f"{sim_coef[2] / coef[2]:13.2f}")
+    fig16_waves()
+
+
+def fig16_waves() -> None:
+    """Fig 16a's re-run ran 9 waves of 32 requests with one output length: a wave is the fill
+    of its 32 suffixes, then one decode step per output token, so the mean latency over the
+    four output lengths is a line, ``fill + output * step``; fitted to the re-run's and to the
+    simulated means."""
+    real = pd.read_csv(DATA / "fig16_runs.csv")
+    real = real[real["batch"] == 32]
+    sim: dict[tuple[str, int], float] = {}
+    for run in load_experiment("paper/fig16").runs:
+        if int(run.labels["cluster.scheduler.slots"]) == 32:
+            key = (run.labels["variant"], int(run.labels["workload.output_len"]))
+            sim[key] = simulate(run.config).summary["mean_slot_latency"]
+    print("\nFig 16a (batch 32, outputs 200-800): mean latency = fill + output * step, "
+          "fitted over the four outputs")
+    for system, rows in real.groupby("system", sort=False):
+        outs = rows["output_len"].to_numpy()
+        step, fill = np.polyfit(outs, rows["mean_latency_s"].to_numpy(), 1)
+        sim_step, sim_fill = np.polyfit(outs, [sim[(system, int(o))] for o in outs], 1)
+        print(f"  {system:22s} real: step {1e3 * step:5.1f} ms, wave fill {fill:4.2f} s | "
+              f"sim: {1e3 * sim_step:5.1f} ms, {sim_fill:4.2f} s | sim/real: step "
+              f"{sim_step / step:4.2f}, fill {sim_fill / fill:4.2f}")
 
 
 if __name__ == "__main__":
