@@ -3,7 +3,10 @@ rows, draw the figures and write ``figures.csv``, ``claims.csv`` and ``index.htm
 
 Results are cached in ``OUT/results/<experiment>/`` (a re-run only simulates what is missing).
 ``profile`` swaps the hardware of every run: a profile family such as ``h200`` turns
-``a100-80gb_llama-13b`` into ``h200_llama-13b`` (the model is kept).
+``a100-80gb_llama-13b`` into ``h200_llama-13b`` (the model is kept), and runs today's kernels
+where the paper figures run the artifact's (:data:`TODAYS_KERNELS`: Parrot's 2023 kernel becomes
+the project's shared-prefix kernel, which serves any number of prefixes per batch, and vLLM
+0.1.4's no-split paged kernel the split-KV one): what Parrot buys on that GPU now.
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ from parrotsim.sim.harness.shipped import shipped_experiments
 from parrotsim.sim.harness.store import write_atomic
 from parrotsim.sim.model.profile import ProfileError, shipped_profiles
 
+#: dotted override -> {the artifact's kernel: today's}, applied to every variant by ``--profile``
+TODAYS_KERNELS = {"cluster.kernel": {"parrot_2023": "shared_prefix"},
+                  "cluster.paged_kernel": {"vllm_0_1_4": "split_kv"}}
+
+
+def todays_kernels(variants: dict) -> dict:
+    """``variants`` (an experiment's, dotted keys) with the artifact's kernels replaced by
+    today's (:data:`TODAYS_KERNELS`)."""
+    return {name: {key: TODAYS_KERNELS.get(key, {}).get(value, value) if isinstance(value, str)
+                   else value for key, value in (overrides or {}).items()}
+            for name, overrides in variants.items()}
+
 
 def _with_profile(path: Path, family: str | None):
     exp = load_experiment(path)
@@ -42,6 +57,7 @@ def _with_profile(path: Path, family: str | None):
     if name not in shipped_profiles():
         raise ProfileError(f"--profile {family}: no shipped profile {name!r} for {path.name}")
     cluster["profile"] = name
+    data["variants"] = todays_kernels(data.get("variants") or {})
     data["name"] = f"{data['name']}_{family}"
     return experiment_from_data(data, str(path))
 

@@ -132,13 +132,16 @@ def test_config_validation_of_the_kernel_switches():
 
 
 def test_era_kernel_fields_give_a_valid_config_on_the_artifacts_kernels():
-    """Fig 17's Parrot (today's kernel, one prefix per batch) switched to the artifact's
-    kernels is a valid run on parrot_2023 and the no-split paged kernel; a paged run keeps its
-    kernel and changes only the paged one."""
-    from parrotsim.api import load_experiment
+    """Fig 17's Parrot on today's kernels (``--profile h200``: the shared-prefix kernel) switched
+    to the artifact's kernels is a valid run on parrot_2023 and the no-split paged kernel; a
+    paged run keeps its kernel and changes only the paged one."""
+    from parrotsim.api import shipped_experiments
+    from parrotsim.reports.build import _with_profile
     from parrotsim.sim.harness.config import RunConfig, era_kernel_fields
 
-    for run in load_experiment("paper/fig17").runs:
+    today = _with_profile(shipped_experiments()["paper/fig17"], "h200")
+    assert {r.config.cluster.kernel for r in today.runs} == {"shared_prefix", "paged"}
+    for run in today.runs:
         if run.labels["workload.rate"] != 1:
             continue
         data = run.config.model_dump(mode="json")
