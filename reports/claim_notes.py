@@ -92,7 +92,7 @@ NOTES: dict[str, str] = {
         "contexts, where vLLM 0.1.4's no-split kernel is slow: on it (bench/artifact_runs.py "
         "--artifact-kernels) both baselines come within 0.0-1.4 % of the re-run; the shipped "
         "baselines keep the split-KV cost, with which the A100/13B profile's batch-1 step was "
-        "fitted to the 21.1 ms fact (the no-split kernel gives 22.7 ms there)",
+        "fitted to the 21.1 ms fact (the no-split kernel gives 23.05 ms there)",
     "fig18a.kernel":
         "the simulated gain is all per-iteration time: the same 8679 iterations take 37.5 ms with "
         "the paged kernel (every call re-reads its round's shared prefix, up to 5.4K tokens) and "
