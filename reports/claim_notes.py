@@ -69,8 +69,11 @@ NOTES: dict[str, str] = {
         "32-58 % slow (bench/artifact_runs.py); the re-run's own ratio is 9.3. Parrot saturates "
         "because the artifact's manager admitted 262,144 tokens of calls per engine (its default "
         "tokens_capacity; a Productivity call counts 8,148), which spreads each app over "
-        "engines, and its 2023 kernel served one prefix per batch, so batches mixing two apps' "
-        "prompts ran the paged kernel",
+        "engines, and its 2023 kernel served one prefix per batch: the model runs batches mixing "
+        "two apps' prompts with the paged kernel. The artifact's code instead served every "
+        "decode the batch's first job's prefix (wrong outputs for the others); costed so, the "
+        "simulated Parrot crosses only at 24 req/s and is 44 % fast at 8 req/s, so what "
+        "saturated the real engine is not found",
     "fig17.vs_paged":
         "the paper's 2.4x is below its own artifact's re-run, which crosses at 6.9 req/s "
         "(Parrot) and 2.27 (w/ PagedAttention), 3.0x; the simulator crosses at 5.2 and 2.02 "

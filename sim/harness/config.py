@@ -60,7 +60,9 @@ class ClusterConfig(StrictConfig):
     ``one_prefix_per_batch`` serves forked groups with the ``shared_prefix`` kernel's cost only
     in batches whose forked decodes all share one prefix, as the artifact's kernel did (it took
     the prefix of the batch's first job, ``jobs[0].context.parent_context``), the others with
-    the paged kernel; ``parrot_2023`` implies it.
+    the paged kernel (the artifact's code served every decode that prefix instead; why the
+    model keeps the fallback: :mod:`parrotsim.sim.model.era_kernels`); ``parrot_2023`` implies
+    it.
     ``prefix_cache`` lets engines keep shared prefix contexts that calls fork (Parrot's
     ``cache_prefix``, or vLLM-style shared prefix blocks with the paged kernel). With
     ``prefix_lifetime: users`` a prefix is freed ``prefix_ttl_s`` seconds after its last user

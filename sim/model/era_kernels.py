@@ -40,7 +40,14 @@ prefix state. The prefix pass and reduce cost::
 ``shared_prefix`` being the profile's curve of the project's prefix pass, and the suffix pass
 the no-split kernel above. The artifact took the prefix of ``jobs[0]`` for the whole batch (one
 prefix per batch); here a batch whose decodes do not all share one cached prefix falls back
-to the paged kernel over every whole context (:func:`one_prefix`). Measured basis:
+to the paged kernel over every whole context (:func:`one_prefix`). That fallback is not what
+the artifact's code did: ParrotServe e8541c4's ``xFormersFill_SharedPromptsGenerate`` served
+*every* Generate the first job's prefix (a Fill's when the iteration had one), each reading its
+own context past that many tokens, so decodes forking other prompts got wrong outputs. Costed
+that way (measured 2026-12-04, not shipped), Fig 17's Parrot crosses 100 ms/token only at 24
+req/s and is 44 % fast at 8 req/s against the artifact's re-run, which saturated near 6.9
+req/s; with the fallback it crosses at 5.2. What limited the real engine is not found, and the
+fallback stays as the model nearer the runs. Measured basis:
 ``kernels/results/session5/parrot2023.csv`` (H200, LLaMA-7B heads, batch 1-256, prefix
 512-16384, suffix 64/512) against the H200 profile's ``shared_prefix``; fitted by the same
 command (least squares in microseconds on the suffix-512 points, the suffix pass taken as the
