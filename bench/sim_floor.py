@@ -2,7 +2,8 @@
 
 This is not the simulator: it is the leanest model with the simulator's event structure and
 nothing else, to show what the platform allows before any fidelity feature costs time.
-Per call: one arrival event (least-queue counters, no client, no network draws, no records),
+Per call: one arrival event (least-queue counters in a heap, O(log engines) as the
+simulator's; no client, no network draws, no records),
 a cut of the running decode stretch at the step in progress (one new timer; the old one stays
 in SimPy's heap and fires stale, as in ``sim/model/engine.py``), one prefill iteration, decode stretches
 in closed form until the next finish. Costs are constants (20 ms per step plus 0.1 ms per
@@ -18,6 +19,7 @@ Prints calls/s and events/s of that skeleton, and the cost of one bare SimPy tim
 from __future__ import annotations
 
 import argparse
+import heapq
 import math
 import time
 from collections import deque
@@ -119,11 +121,11 @@ def skeleton(requests: int, engines: int, rate: float, seed: int = 0) -> tuple[f
                                                        rng.integers(2, 600, requests), strict=True)]
     env = simpy.Environment()
     pool = [SkeletonEngine(env) for _ in range(engines)]
-    counters = [0] * engines
+    counters = [(0, i) for i in range(engines)]  # a heap of (calls sent, engine), as LeastQueue
 
     def arrive(req: Request) -> None:
-        best = counters.index(min(counters))
-        counters[best] += 1
+        sent, best = heapq.heappop(counters)
+        heapq.heappush(counters, (sent + 1, best))
         pool[best].submit(req)
 
     for t, req in zip(arrivals, reqs, strict=True):
