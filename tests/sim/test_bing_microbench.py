@@ -52,3 +52,21 @@ def test_fig16_runs_the_artifacts_two_scripts():
     for run in load_experiment("paper/fig16").runs:
         slots = run.config.cluster.scheduler.slots
         assert run.config.workload.requests == {32: "all", 64: "sampled"}[slots]
+
+
+def test_slot_latency_starts_when_a_calls_fill_starts():
+    """The script started a request's clock at its push into a slot, after the shared prefix
+    was filled: ``mean_slot_latency`` runs from the iteration that first fills a call, so the
+    first pool's calls (which waited for the prefix fill at the engine) do not count it."""
+    run = next(r for r in load_experiment("paper/fig15").runs
+               if r.labels["variant"] == "parrot")
+    data = run.config.model_dump(mode="json")
+    data["cluster"]["scheduler"]["slots"] = 3
+    result = simulate(RunConfig.model_validate(data))
+    calls = result.calls
+    first = calls[calls["app_id"].isin(["bing-0", "bing-1", "bing-2"])]
+    assert (first["engine_arrived"] == 0.0).all()
+    assert (first["admitted"] > 0.3).all()  # after the 5,107-token prefix fill
+    slot = (calls["finished"] - calls["admitted"]).mean()
+    assert result.summary["mean_slot_latency"] == slot
+    assert result.summary["mean_engine_latency"] > slot
