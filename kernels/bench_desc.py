@@ -18,7 +18,11 @@ flushed, median of ``reps``; floors at the best streaming rate measured in the s
   (``paged_us``, its default choice), torch SDPA on the contiguous gather (``sdpa_us``) and the
   descriptor decode of :mod:`parrotsim.kernels.experimental.decode_desc` over the same
   consecutive pages, best of :data:`DECODE_TILES` at the paged kernel's split count and at
-  ``wave_splits``' (``desc_us``, ``desc_tile``).
+  ``wave_splits``' (``desc_us``, ``desc_tile``); and the paged kernel whose page gather is one
+  descriptor copy per page through the page table
+  (:mod:`parrotsim.kernels.experimental.paged_desc`, best of :data:`PAGE_DESC_TILES` at the same
+  split counts: ``pdesc_us``, ``pdesc_tile``), both again on a shuffled page table
+  (``paged_shuffled_us``, ``pdesc_shuffled_us``: the same pages in random order).
 
 Prints each row. On CUDA (Hopper, for the bulk tensor copies); off the GPU it runs under Triton's
 interpreter with wall-clock timings (a smoke test, not a measurement).
@@ -39,6 +43,7 @@ from parrotsim.kernels.bench_flash_prefix import prefix_only
 from parrotsim.kernels.bench_shapes import _sdpa, parse_shapes, suffixes
 from parrotsim.kernels.bench_util import CpuTimer, CsvLog, RandomKV, Timer, measure_bandwidth
 from parrotsim.kernels.experimental.decode_desc import decode_contiguous
+from parrotsim.kernels.experimental.paged_desc import paged_decode_desc
 from parrotsim.kernels.experimental.prefix_desc import (
     launch_prefix_desc,
     prefix_descriptors,
@@ -57,13 +62,17 @@ PREFIX_TILES = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 128, 4, 2), (64, 128, 4, 3)
                 (128, 128, 8, 3)]
 #: (BN, warps, stages) of the descriptor decode
 DECODE_TILES = [(64, 4, 3), (64, 4, 4), (128, 4, 2), (128, 4, 3), (128, 8, 3)]
+#: (pages per tile, warps, stages) of the per-page descriptor decode
+PAGE_DESC_TILES = [(1, 4, 3), (1, 4, 5), (2, 4, 3), (2, 4, 4), (4, 4, 2), (4, 4, 3), (4, 4, 4),
+                   (4, 8, 3)]
 CASCADE_FIELDS = ["G", "B", "P", "S", "floor_us", "paged_shared_us", "cascade_us", "prefix_us",
                   "suffix_us", "desc_prefix_us", "desc_tile", "desc_cascade_us",
                   "desc_separate_us", "err", "cascade_pct_floor", "desc_pct_floor",
                   "cascade_x", "desc_x", "tiles_failed"]
 PAGED_FIELDS = ["G", "B", "P", "bw_TBs", "floor_us", "paged_us", "paged_splits", "sdpa_us",
                 "desc_us", "desc_tile", "paged_pct_floor", "sdpa_pct_floor", "desc_pct_floor",
-                "err", "tiles_failed"]
+                "err", "tiles_failed", "pdesc_us", "pdesc_tile", "pdesc_pct_floor", "pdesc_err",
+                "paged_shuffled_us", "pdesc_shuffled_us"]
 
 
 def _best(timer, candidates: dict, reps: int) -> tuple[str, float, int]:
@@ -159,8 +168,37 @@ def paged_row(timer, kv: RandomKV, g: int, b: int, p: int, bw: float, reps: int)
         ref = paged_decode_attention(pb.q, pb.k, pb.v, pb.tables, pb.lens)[0].float()
         row["err"] = float((cands[name]()[0].float() - ref).abs().max())
         row["desc_pct_floor"] = 100 * floor / us
+    row.update(_per_page_desc(timer, pb, p, sorted({cfg.splits, waves}), floor, reps))
+    row["tiles_failed"] += row.pop("pdesc_failed")
     row["paged_pct_floor"] = 100 * floor / row["paged_us"]
     row["sdpa_pct_floor"] = 100 * floor / row["sdpa_us"]
+    return row
+
+
+def _per_page_desc(timer, pb, p: int, splits: list[int], floor: float, reps: int) -> dict:
+    """The per-page descriptor kernel's best tile on ``pb``'s table, and it and the paged
+    kernel on the same pages in shuffled order."""
+    def pdesc(tables, pages, w, st, sp):
+        return partial(paged_decode_desc, pb.q, pb.k, pb.v, tables, pb.lens, p, num_splits=sp,
+                       pages_per_tile=pages, num_warps=w, num_stages=st)
+    cands = {f"{pg}pw{w}s{st}/{sp}": pdesc(pb.tables, pg, w, st, sp)
+             for pg, w, st in PAGE_DESC_TILES for sp in splits}
+    name, us, failed = _best(timer, cands, reps)
+    row = {"pdesc_us": us, "pdesc_tile": name, "pdesc_failed": failed}
+    if not name:
+        return row
+    ref = paged_decode_attention(pb.q, pb.k, pb.v, pb.tables, pb.lens)[0].float()
+    row["pdesc_err"] = float((cands[name]()[0].float() - ref).abs().max())
+    row["pdesc_pct_floor"] = 100 * floor / us
+    order = torch.randperm(pb.tables.numel(), device=pb.tables.device)
+    shuffled = pb.tables.flatten()[order].view_as(pb.tables).contiguous()
+    row["paged_shuffled_us"] = timer(partial(paged_decode_attention, pb.q, pb.k, pb.v, shuffled,
+                                             pb.lens), reps=reps)
+    tile, sp = name.split("/")
+    pg, rest = tile.split("pw")
+    w, st = rest.split("s")
+    row["pdesc_shuffled_us"] = timer(pdesc(shuffled, int(pg), int(w), int(st), int(sp)),
+                                     reps=reps)
     return row
 
 
@@ -178,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     log = CsvLog(args.out / "cascade.csv", CASCADE_FIELDS)
-    for g, b, p, s, _ in parse_shapes(args.cascade):
+    for g, b, p, s, _ in (parse_shapes(args.cascade) if args.cascade != "none" else []):
         if time.time() - t0 > args.budget_s / 2:
             print("cascade: half the budget spent, moving on", flush=True)
             break
