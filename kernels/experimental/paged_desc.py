@@ -17,32 +17,9 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale, mma
-from parrotsim.kernels.experimental.attend_desc import store_partial
+from parrotsim.kernels._common import INTERPRET, LOG2E, default_scale
+from parrotsim.kernels.experimental.attend_desc import attend_desc, store_partial
 from parrotsim.kernels.paged_decode import PAGE_SIZE, choose_num_splits, launch_merge
-
-
-@triton.jit
-def _page_rows(desc, table, p0, n_pages, col, PAGE: tl.constexpr, D: tl.constexpr,
-               PAGES: tl.constexpr):
-    """The [PAGES * PAGE, D] rows of table entries ``p0 .. p0 + PAGES - 1`` (entries past
-    ``n_pages`` read page 0; the caller masks their tokens)."""
-    a = desc.load([tl.load(table + p0, mask=p0 < n_pages, other=0) * PAGE, col])
-    if PAGES == 1:  # one return at the end: Triton 3.6 rejects an early return in a branch
-        rows = a
-    else:
-        b = desc.load([tl.load(table + p0 + 1, mask=p0 + 1 < n_pages, other=0) * PAGE, col])
-        ab = tl.join(a, b)  # [PAGE, D, 2]
-        if PAGES == 2:
-            rows = tl.reshape(tl.permute(ab, (2, 0, 1)), (2 * PAGE, D))
-        else:
-            c = desc.load([tl.load(table + p0 + 2, mask=p0 + 2 < n_pages, other=0) * PAGE,
-                           col])
-            d = desc.load([tl.load(table + p0 + 3, mask=p0 + 3 < n_pages, other=0) * PAGE,
-                           col])
-            abcd = tl.join(ab, tl.join(c, d))  # [PAGE, D, 2 (in a pair), 2 (which pair)]
-            rows = tl.reshape(tl.permute(abcd, (3, 2, 0, 1)), (4 * PAGE, D))
-    return rows
 
 
 @triton.jit
@@ -62,27 +39,13 @@ def _paged_desc_kernel(
     end = tl.minimum(start + split_len, seq_len)
     offs_h = tl.arange(0, BLOCK_H)
     offs_d = tl.arange(0, D)
-    offs_n = tl.arange(0, BN)
     hmask = offs_h < G
     heads = kvh * G + offs_h
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=hmask[:, None], other=0.0)
-    table = bt_ptr + b.to(tl.int64) * stride_bt
-    col = kvh * D
-    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D], tl.float32)
-    for n0 in range(start, end, BN):
-        k = _page_rows(k_desc, table, n0 // PAGE, n_pages, col, PAGE, D, PAGES)
-        s = mma(q, tl.trans(k), F32) * qk_scale
-        s = tl.where((n0 + offs_n)[None, :] < end, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = _page_rows(v_desc, table, n0 // PAGE, n_pages, col, PAGE, D, PAGES)
-        acc = acc * alpha[:, None] + mma(p.to(v.dtype), v, F32)
-        m_i = m_new
+    m_i, l_i, acc = attend_desc(q, k_desc, v_desc, 0, start, end, kvh * D, qk_scale, BLOCK_H,
+                                BN, D, F32, bt_ptr + b.to(tl.int64) * stride_bt, n_pages, PAGES,
+                                PAGE)
     store_partial(po_ptr, plse_ptr, (b * HQ + heads).to(tl.int64) * n_slots + split, m_i, l_i,
                   acc, hmask, D)
 

@@ -88,34 +88,51 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler import ASTSource
 
+from parrotsim.kernels.experimental.decode_desc import _decode_desc_kernel
 from parrotsim.kernels.experimental.paged_desc import _paged_desc_kernel
+from parrotsim.kernels.experimental.prefix_desc import _prefix_desc_kernel
 
-sig = {"q_ptr": "*bf16", "k_desc": "tensordesc<bf16[16, 128]>",
-       "v_desc": "tensordesc<bf16[16, 128]>", "bt_ptr": "*i32", "lens_ptr": "*i32",
-       "po_ptr": "*fp32", "plse_ptr": "*fp32", "qk_scale": "fp32"}
-sig.update({n: "i32" for n in ("HQ", "n_slots", "stride_qb", "stride_qh", "stride_bt",
-                                "n_pages", "NUM_SPLITS")})
 target = GPUTarget("cuda", 90, 32)
 backend = CUDABackend(target)
 opts = backend.parse_options({})
-for pages in (1, 2, 4):
-    consts = {"G": 4, "BLOCK_H": 16, "PAGES": pages, "D": 128, "PAGE": 16, "F32": False}
+
+
+def lower(kernel, pointers, ints, consts, box):
+    sig = {n: "*fp32" if n.startswith("p") else "*i32" for n in pointers}
+    sig.update({"q_ptr": "*bf16", "k_desc": f"tensordesc<bf16[{box}, 128]>",
+                "v_desc": f"tensordesc<bf16[{box}, 128]>", "qk_scale": "fp32"})
+    sig.update(dict.fromkeys(ints, "i32"))
+    sig.update(dict.fromkeys(consts, "constexpr"))
+    sig = {n: sig[n] for n in kernel.arg_names}
     ctx = ir.context()
     ir.load_dialects(ctx)
     backend.load_dialects(ctx)
-    module = ASTSource(_paged_desc_kernel, {**sig, **dict.fromkeys(consts, "constexpr")},
-                       constexprs=consts).make_ir(target, opts,
-                                                  backend.get_codegen_implementation(opts),
-                                                  backend.get_module_map(), ctx)
-    print(pages, "tt.descriptor_load" in str(module))
+    module = ASTSource(kernel, sig, constexprs=consts).make_ir(
+        target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), ctx)
+    return "tt.descriptor_load" in str(module)
+
+
+for pages in (1, 2, 4):
+    print(f"paged{pages}", lower(
+        _paged_desc_kernel, ["bt_ptr", "lens_ptr", "po_ptr", "plse_ptr"],
+        ["HQ", "n_slots", "stride_qb", "stride_qh", "stride_bt", "n_pages", "NUM_SPLITS"],
+        {"G": 4, "BLOCK_H": 16, "PAGES": pages, "D": 128, "PAGE": 16, "F32": False}, 16))
+print("decode", lower(
+    _decode_desc_kernel, ["first_ptr", "lens_ptr", "po_ptr", "plse_ptr"],
+    ["HQ", "n_slots", "stride_qb", "stride_qh", "NUM_SPLITS"],
+    {"G": 4, "BLOCK_H": 16, "BN": 64, "D": 128, "PAGE": 16, "F32": False}, 64))
+print("prefix", lower(
+    _prefix_desc_kernel, ["po_ptr", "plse_ptr"],
+    ["prefix_len", "split_len", "n_rows", "HQ", "n_slots", "stride_qb", "stride_qh"],
+    {"G": 4, "BM": 64, "BN": 64, "D": 128, "F32": False}, 64))
 """
 
 
-def test_paged_desc_lowers_to_triton_ir():
-    """The kernel goes through Triton's front end for an H100/H200 target at 1, 2 and 4 pages
-    a tile, in a process without the interpreter (no GPU needed): the interpreter runs Python
-    and cannot see code the compiler rejects (an early return from a constexpr branch made
-    pages 1 and 2 fail on the GPU once)."""
+def test_desc_kernels_lower_to_triton_ir():
+    """The descriptor kernels go through Triton's front end for an H100/H200 target (the paged
+    one at 1, 2 and 4 pages a tile), in a process without the interpreter (no GPU needed): the
+    interpreter runs Python and cannot see code the compiler rejects (an early return from a
+    constexpr branch made pages 1 and 2 fail on the GPU once)."""
     import os
     import subprocess
     import sys
@@ -124,4 +141,5 @@ def test_paged_desc_lowers_to_triton_ir():
     done = subprocess.run([sys.executable, "-c", LOWER], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["1", "True", "2", "True", "4", "True"]
+    assert done.stdout.split() == ["paged1", "True", "paged2", "True", "paged4", "True",
+                                   "decode", "True", "prefix", "True"]
