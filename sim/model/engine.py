@@ -19,6 +19,9 @@ ledger's running totals: no pass over the batch per stretch.
 Where fast-forward cannot be exact (a Parrot engine short of KV blocks), iterations the policy
 would decide alike still run one event each, timed as stepping times them, but without asking
 the policy or passing over the batch for each (:mod:`parrotsim.sim.model.decode_repeat`).
+
+What happens to calls when an iteration ends (accounting, token emission, finished and given-up
+calls, answers) is :class:`~parrotsim.sim.model.engine_outcomes.EngineOutcomes`.
 """
 
 from __future__ import annotations
@@ -33,12 +36,7 @@ from simpy.core import NORMAL
 from parrotsim.sim.model.admission import EngineLimits, admission_problem
 from parrotsim.sim.model.costmodel import CostModel, DecodeStretch, SharedGroup
 from parrotsim.sim.model.decode_repeat import RepeatedDecodes
-from parrotsim.sim.model.emission import (
-    end_decode_stretch,
-    end_ledger_stretch,
-    end_prefill_iteration,
-    release,
-)
+from parrotsim.sim.model.engine_outcomes import EngineOutcomes
 from parrotsim.sim.model.engine_policy import EnginePolicy, EngineState
 from parrotsim.sim.model.forked_groups import ForkedGroups, longest_context, longest_read
 from parrotsim.sim.model.front_door import FrontDoor
@@ -71,7 +69,7 @@ class InFlight:
     steps: int = 1
 
 
-class Engine:
+class Engine(EngineOutcomes):
     """A simulated engine: ``kernel`` is ``paged``, ``shared_prefix`` or ``parrot_2023`` (decode
     attention of forked batches; ``one_prefix_per_batch``: forked groups count only in a batch
     whose forked decodes share one prefix, as the artifact's kernels served them);
@@ -341,30 +339,6 @@ class Engine:
             f"({len(batch.prefills)} prompt chunks, {len(batch.decodes)} decodes) would take "
             f"{seconds:.3g} s; every iteration must take a positive time (check the profile)")
 
-    # ---- bookkeeping ---------------------------------------------------------------------
-    def _account(self, work: InFlight) -> None:
-        self.busy_time += work.end - work.start
-        self.iterations += work.steps
-        self.batched_seqs += work.steps * (len(work.batch.prefills) + len(work.batch.decodes))
-
-    def _recording(self, recorder: IterationRecorder) -> Callable[[InFlight], None]:
-        account = self._account
-
-        def account_and_record(work: InFlight) -> None:
-            account(work)
-            recorder(self, work.start, work.end, work.batch, work.steps)
-        return account_and_record
-
-    def _emit_prefill(self, batch: Batch, start: float, end: float) -> None:
-        end_prefill_iteration(batch, start, end, self.policy.prefill_emits_token, self._finish,
-                              self._prefix_filled)
-
-    def _emit_decode(self, batch: Batch, steps: int, first_end: float, end: float) -> None:
-        if batch.ledger is not None:
-            end_ledger_stretch(batch.ledger, steps, first_end, end, self._finish)
-        else:
-            end_decode_stretch(self.state.kv, batch, steps, first_end, end, self._finish)
-
     def _excess_longest(self, batch: Batch, groups: list[SharedGroup]) -> int | None:
         """The ``longest`` the cost model's skewed-batch excess takes for a batch with forked
         ``groups``: the longest read of the shared-prefix kernel's paged phase, the longest
@@ -378,44 +352,6 @@ class Engine:
 
     #: the longest context among a batch's decodes (:func:`forked_groups.longest_context`)
     longest_context = staticmethod(longest_context)
-
-    def _prefix_filled(self, seq: Sequence, end: float) -> None:
-        """A shared-prefix fill completed: its KV becomes the cached parent context."""
-        seq.finished = end
-        self.state.running.remove(seq)
-        self.prefix_cache.filled(seq)
-
-    def _only_gives_up(self, batch: Batch, now: float) -> bool:
-        """Whether ``batch`` runs nothing but gives up on calls; those end ``now`` (an engine
-        step that runs no model returns them at once)."""
-        if not batch.ignored or not batch.empty:
-            return False
-        for seq in batch.ignored:
-            self._ignore(seq, now)
-        return True
-
-    def _ignore(self, seq: Sequence, end: float) -> None:
-        """``seq`` (waiting, no KV of its own) was given up on by the policy: it ends at
-        ``end`` with the tokens it generated."""
-        seq.finished = end
-        seq.output_len = seq.generated
-        self.ignored_calls += 1
-        self._answer(seq, end)
-
-    def _finish(self, seq: Sequence, end: float) -> None:
-        release(self.state, seq, end)
-        self._finished.append(seq)
-        self._answer(seq, end)
-
-    def _answer(self, seq: Sequence, end: float) -> None:
-        """``seq`` ended at ``end``: its forked prefix loses a user, and its answer leaves (at
-        once, or held the policy's iterations in the front end's door)."""
-        if seq.prefix_ctx is not None and self.prefix_cache is not None:
-            self.prefix_cache.release(seq.prefix_ctx.key, end)
-        if self._door is not None and self.policy.reply_waits > 0:
-            self._door.answer_later(seq, self.iterations + self.policy.reply_waits)
-        else:
-            self.on_finish(seq, end)
 
 
 def _bare_event(env: simpy.Environment) -> simpy.Event:
