@@ -7,7 +7,7 @@ with each tile one bulk copy instead of a page-table gather; with ``PAGES`` > 0,
 row is instead on page ``table[t // 16]`` and a tile is ``PAGES`` copies of one page each
 (:func:`page_rows`). ``store_partial``: the normalised
 fp32 output and log2 LSE of those rows into partial slot ``base``. Used by
-:mod:`.prefix_desc` and :mod:`.decode_desc`.
+:mod:`.prefix_desc`, :mod:`.decode_desc` and :mod:`.paged_desc`.
 """
 
 from __future__ import annotations

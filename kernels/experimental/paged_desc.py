@@ -1,13 +1,17 @@
 """Split-KV paged decode whose K/V pages are read by tensor descriptors, one page a copy.
 
 The follow-up to :mod:`.decode_desc` (session 11): over consecutive pages, one bulk copy per
-tile brought the paged tile from 83-90 % to 92-98 % of the bytes floor at G = 4 and 8, so the
-page gather is what the paged kernel loses there. A real page table has no consecutive runs to
-rely on, so this kernel keeps the table and replaces only the gather: each tile of
-``PAGES`` pages (``PAGES * 16`` tokens) is ``PAGES`` bulk copies of one 16-token page, at row
-``page_id * 16`` of the cache viewed as [pages * 16, Hkv * D], joined into one [BN, D] tile for
-the ``tl.dot``. Tile rows, online softmax, splits and the merge are those of
-:mod:`parrotsim.kernels.paged_decode`. ``PAGES`` is 1, 2 or 4.
+tile took the paged tile from 83-87 % to 92-98 % of the bytes floor at G = 4 (B >= 100, P >=
+3000), so the page gather is what the paged kernel loses there. A real page table has no
+consecutive runs to rely on, so this kernel keeps the table and replaces only the gather: each
+tile of ``PAGES`` pages (``PAGES * 16`` tokens) is ``PAGES`` bulk copies of one 16-token page,
+at row ``page_id * 16`` of the cache viewed as [pages * 16, Hkv * D], joined into one [BN, D]
+tile for the ``tl.dot`` (:func:`.attend_desc.page_rows`). Tile rows, online softmax, splits and
+the merge are those of :mod:`parrotsim.kernels.paged_decode`. ``PAGES`` is 1, 2 or 4.
+
+Measured on the H200 (``kernels/results/session11``): one page a copy is the best tile and takes
+0.97-1.29x the shipped kernel's time; four pages joined in registers about 3x. Kept for the
+benchmark, not used by the model.
 """
 
 from __future__ import annotations
