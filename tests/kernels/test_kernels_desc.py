@@ -1,4 +1,5 @@
-"""The descriptor prefix phase over consecutive prefix pages vs the fp32 reference (interpreter)."""
+"""The descriptor kernels of kernels/experimental (prefix phase, consecutive-page decode, per-page
+decode) against the fp32 references under the interpreter, and their lowering for sm_90."""
 
 import pytest
 
