@@ -6,7 +6,8 @@ through a page table. This kernel is the paged kernel's tile (G query heads of o
 rows of a ``tl.dot``, online softmax, split-KV, the shipped log-sum-exp merge) with the page
 table replaced by one descriptor over the cache viewed as [pages * 16, Hkv * D]: sequence b's
 token t is row ``first_page[b] * 16 + t``. Whatever it gains over the paged kernel at the same
-shape is what the page gather costs.
+shape is what the page gather costs. The same kernel with ``PAGES`` > 0 reads through a page
+table instead, one copy per page (:mod:`.paged_desc`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ from parrotsim.kernels.paged_decode import choose_num_splits, launch_merge
 
 @triton.jit
 def _decode_desc_kernel(
-    q_ptr, k_desc, v_desc, first_ptr, lens_ptr, po_ptr, plse_ptr, qk_scale, HQ, n_slots,
-    stride_qb, stride_qh, NUM_SPLITS,
+    q_ptr, k_desc, v_desc, pages_ptr, lens_ptr, po_ptr, plse_ptr, qk_scale, HQ, n_slots,
+    stride_qb, stride_qh, stride_pages, n_pages, NUM_SPLITS,
     G: tl.constexpr, BLOCK_H: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,
-    PAGE: tl.constexpr, F32: tl.constexpr,
+    PAGE: tl.constexpr, F32: tl.constexpr, PAGES: tl.constexpr,
 ):
+    """One program per (sequence, KV head, split). ``PAGES`` = 0: ``pages_ptr`` holds each
+    sequence's first page (its pages are consecutive); else it is the page table (rows of
+    ``stride_pages``, ``n_pages`` entries) and a BN = PAGES * PAGE tile is PAGES copies."""
     b = tl.program_id(0)
     kvh = tl.program_id(1)
     split = tl.program_id(2)
     seq_len = tl.load(lens_ptr + b)
-    row0 = tl.load(first_ptr + b) * PAGE
     split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BN) * BN
     start = split * split_len
     end = tl.minimum(start + split_len, seq_len)
@@ -42,10 +45,46 @@ def _decode_desc_kernel(
     heads = kvh * G + offs_h
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                 mask=hmask[:, None], other=0.0)
-    m_i, l_i, acc = attend_desc(q, k_desc, v_desc, row0, start, end, kvh * D, qk_scale, BLOCK_H,
-                                BN, D, F32)
+    if PAGES == 0:
+        m_i, l_i, acc = attend_desc(q, k_desc, v_desc, tl.load(pages_ptr + b) * PAGE, start,
+                                    end, kvh * D, qk_scale, BLOCK_H, BN, D, F32)
+    else:
+        m_i, l_i, acc = attend_desc(q, k_desc, v_desc, 0, start, end, kvh * D, qk_scale,
+                                    BLOCK_H, BN, D, F32, pages_ptr + b.to(tl.int64) * stride_pages,
+                                    n_pages, PAGES, PAGE)
     store_partial(po_ptr, plse_ptr, (b * HQ + heads).to(tl.int64) * n_slots + split, m_i, l_i,
                   acc, hmask, D)
+
+
+def launch_decode_desc(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                       pages: torch.Tensor, seq_lens: torch.Tensor, max_len: int,
+                       num_splits: int | None, block_n: int, pages_per_tile: int,
+                       num_warps: int, num_stages: int, sm_scale: float | None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run :func:`_decode_desc_kernel` and the shipped merge; ``pages`` is int32 [B] first pages
+    (``pages_per_tile`` 0, tiles of ``block_n`` rows) or the [B, max pages] page table (tiles of
+    ``pages_per_tile`` pages). Returns (out [B, Hq, D], natural-log lse [B, Hq])."""
+    b, hq, d = q.shape
+    n_cache, page, hkv, _ = k_cache.shape
+    g = hq // hkv
+    splits = num_splits or choose_num_splits(b * hkv, max_len, q.device)
+    box = block_n if pages_per_tile == 0 else page
+    descs = [TensorDescriptor.from_tensor(c.view(n_cache * page, hkv * d), [box, d])
+             for c in (k_cache, v_cache)]
+    table = pages.dim() == 2
+    po = torch.empty(b, hq, splits, d, dtype=torch.float32, device=q.device)
+    plse = torch.empty(b, hq, splits, dtype=torch.float32, device=q.device)
+    _decode_desc_kernel[(b, hkv, splits)](
+        q, *descs, pages, seq_lens, po, plse, default_scale(d, sm_scale) * LOG2E, hq, splits,
+        q.stride(0), q.stride(1), pages.stride(0) if table else 0,
+        pages.shape[1] if table else 0, splits, G=g,
+        BLOCK_H=max(16, triton.next_power_of_2(g)),
+        BN=block_n if pages_per_tile == 0 else pages_per_tile * page, D=d, PAGE=page,
+        F32=INTERPRET, PAGES=pages_per_tile, num_warps=num_warps, num_stages=num_stages)
+    out = torch.empty_like(q)
+    lse = torch.empty(b, hq, dtype=torch.float32, device=q.device)
+    launch_merge(po, plse, out, lse)
+    return out, lse
 
 
 def decode_contiguous(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -58,22 +97,8 @@ def decode_contiguous(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Ten
     lse [B, Hq]) as :func:`parrotsim.kernels.paged_decode.paged_decode_attention` does. Rows
     past a sequence's end belong to other sequences and are masked; the last rows of the cache
     read as zeros."""
-    b, hq, d = q.shape
-    pages, page, hkv, _ = k_cache.shape
-    g = hq // hkv
-    splits = num_splits or choose_num_splits(b * hkv, max_len, q.device)
-    descs = [TensorDescriptor.from_tensor(c.view(pages * page, hkv * d), [block_n, d])
-             for c in (k_cache, v_cache)]
-    po = torch.empty(b, hq, splits, d, dtype=torch.float32, device=q.device)
-    plse = torch.empty(b, hq, splits, dtype=torch.float32, device=q.device)
-    _decode_desc_kernel[(b, hkv, splits)](
-        q, *descs, first_pages, seq_lens, po, plse, default_scale(d, sm_scale) * LOG2E, hq,
-        splits, q.stride(0), q.stride(1), splits, G=g, BLOCK_H=max(16, triton.next_power_of_2(g)),
-        BN=block_n, D=d, PAGE=page, F32=INTERPRET, num_warps=num_warps, num_stages=num_stages)
-    out = torch.empty_like(q)
-    lse = torch.empty(b, hq, dtype=torch.float32, device=q.device)
-    launch_merge(po, plse, out, lse)
-    return out, lse
+    return launch_decode_desc(q, k_cache, v_cache, first_pages, seq_lens, max_len, num_splits,
+                              block_n, 0, num_warps, num_stages, sm_scale)
 
 
-__all__ = ["decode_contiguous"]
+__all__ = ["decode_contiguous", "launch_decode_desc"]
