@@ -22,7 +22,10 @@ flushed, median of ``reps``; floors at the best streaming rate measured in the s
   descriptor copy per page through the page table
   (:mod:`parrotsim.kernels.experimental.paged_desc`, best of :data:`PAGE_DESC_TILES` at the same
   split counts: ``pdesc_us``, ``pdesc_tile``), both again on a shuffled page table
-  (``paged_shuffled_us``, ``pdesc_shuffled_us``: the same pages in random order).
+  (``paged_shuffled_us``, ``pdesc_shuffled_us``: the same pages in random order); and that
+  kernel over 64-token pages in a shuffled table, where a tile is one copy of a whole page
+  (best of :data:`BIG_PAGE_TILES`: ``page64_us``, ``page64_tile``; not the project's 16-token
+  KV semantics: what a larger page would buy).
 
 Prints each row. On CUDA (Hopper, for the bulk tensor copies); off the GPU it runs under Triton's
 interpreter with wall-clock timings (a smoke test, not a measurement).
@@ -65,6 +68,9 @@ DECODE_TILES = [(64, 4, 3), (64, 4, 4), (128, 4, 2), (128, 4, 3), (128, 8, 3)]
 #: (pages per tile, warps, stages) of the per-page descriptor decode
 PAGE_DESC_TILES = [(1, 4, 3), (1, 4, 5), (2, 4, 3), (2, 4, 4), (4, 4, 2), (4, 4, 3), (4, 4, 4),
                    (4, 8, 3)]
+#: (pages per tile, warps, stages) over 64-token pages
+BIG_PAGE = 64
+BIG_PAGE_TILES = [(1, 4, 2), (1, 4, 3), (1, 4, 4), (2, 4, 2), (2, 4, 3), (2, 8, 3)]
 CASCADE_FIELDS = ["G", "B", "P", "S", "floor_us", "paged_shared_us", "cascade_us", "prefix_us",
                   "suffix_us", "desc_prefix_us", "desc_tile", "desc_cascade_us",
                   "desc_separate_us", "err", "cascade_pct_floor", "desc_pct_floor",
@@ -72,7 +78,8 @@ CASCADE_FIELDS = ["G", "B", "P", "S", "floor_us", "paged_shared_us", "cascade_us
 PAGED_FIELDS = ["G", "B", "P", "bw_TBs", "floor_us", "paged_us", "paged_splits", "sdpa_us",
                 "desc_us", "desc_tile", "paged_pct_floor", "sdpa_pct_floor", "desc_pct_floor",
                 "err", "tiles_failed", "pdesc_us", "pdesc_tile", "pdesc_pct_floor", "pdesc_err",
-                "paged_shuffled_us", "pdesc_shuffled_us"]
+                "paged_shuffled_us", "pdesc_shuffled_us", "page64_us", "page64_tile",
+                "page64_pct_floor", "page64_err"]
 
 
 def _best(timer, candidates: dict, reps: int) -> tuple[str, float, int]:
@@ -170,6 +177,8 @@ def paged_row(timer, kv: RandomKV, g: int, b: int, p: int, bw: float, reps: int)
         row["desc_pct_floor"] = 100 * floor / us
     row.update(_per_page_desc(timer, pb, p, sorted({cfg.splits, waves}), floor, reps))
     row["tiles_failed"] += row.pop("pdesc_failed")
+    row.update(_big_pages(timer, kv, pb, p, sorted({cfg.splits, waves}), floor, reps))
+    row["tiles_failed"] += row.pop("page64_failed")
     row["paged_pct_floor"] = 100 * floor / row["paged_us"]
     row["sdpa_pct_floor"] = 100 * floor / row["sdpa_us"]
     return row
@@ -199,6 +208,33 @@ def _per_page_desc(timer, pb, p: int, splits: list[int], floor: float, reps: int
     w, st = rest.split("s")
     row["pdesc_shuffled_us"] = timer(pdesc(shuffled, int(pg), int(w), int(st), int(sp)),
                                      reps=reps)
+    return row
+
+
+def _big_pages(timer, kv: RandomKV, pb, p: int, splits: list[int], floor: float,
+               reps: int) -> dict:
+    """The per-page descriptor kernel over :data:`BIG_PAGE`-token pages of a shuffled table
+    (``pb``'s queries and lengths; a cache of its own), checked against the shipped kernel
+    over the same tokens as 16-token pages."""
+    b, hq, d = pb.q.shape
+    hkv, npp = pb.k.shape[2], -(-p // BIG_PAGE)
+    k, v = kv.cache(b * npp, hkv, d, page=BIG_PAGE)
+    dev = pb.q.device
+    table = torch.randperm(b * npp, device=dev).to(torch.int32).view(b, npp).contiguous()
+    sub = BIG_PAGE // 16
+    small = (sub * table[:, :, None] + torch.arange(sub, device=dev, dtype=torch.int32)
+             ).view(b, npp * sub).contiguous()
+    cands = {f"{pg}pw{w}s{st}/{sp}": partial(paged_decode_desc, pb.q, k, v, table, pb.lens, p,
+                                             num_splits=sp, pages_per_tile=pg, num_warps=w,
+                                             num_stages=st)
+             for pg, w, st in BIG_PAGE_TILES for sp in splits}
+    name, us, failed = _best(timer, cands, reps)
+    row = {"page64_us": us, "page64_tile": name, "page64_failed": failed}
+    if name:
+        ref = paged_decode_attention(pb.q, k.view(-1, 16, hkv, d), v.view(-1, 16, hkv, d),
+                                     small, pb.lens)[0].float()
+        row["page64_err"] = float((cands[name]()[0].float() - ref).abs().max())
+        row["page64_pct_floor"] = 100 * floor / us
     return row
 
 

@@ -15,6 +15,6 @@ def test_tiny_run_writes_both_tables(tmp_path):
     assert cascade["tiles_failed"] == "0" and paged["tiles_failed"] == "0"
     assert float(cascade["err"]) < 5e-2 and float(paged["err"]) < 5e-2
     assert float(cascade["desc_cascade_us"]) > 0 and float(paged["desc_us"]) > 0
-    assert float(paged["pdesc_err"]) < 5e-2
+    assert float(paged["pdesc_err"]) < 5e-2 and float(paged["page64_err"]) < 5e-2
     assert min(float(paged[k]) for k in ("pdesc_us", "paged_shuffled_us",
-                                         "pdesc_shuffled_us")) > 0
+                                         "pdesc_shuffled_us", "page64_us")) > 0

@@ -83,6 +83,46 @@ def test_paged_desc_vs_reference(group, splits, pages):
     assert (lse[live] - ref_lse[live]).abs().max() <= 1e-3
 
 
+@pytest.mark.parametrize("group,pages", [(4, 1), (8, 2)])
+def test_paged_desc_large_pages_vs_reference(group, pages):
+    """64-token pages (four 16-token pages each) through a shuffled table: a tile is one or two
+    copies of a whole page; the reference reads the same tokens through the equivalent
+    16-token table."""
+    from parrotsim.kernels.experimental.paged_desc import paged_decode_desc
+    from parrotsim.kernels.reference import ref_paged_decode
+    gen = torch.Generator().manual_seed(group + 5 * pages)
+    hkv, big = 2, 64
+    lens = [1, 80, 37, 0, 64, 129]
+    k, v = make_cache(60, hkv, D, gen)
+    need = [-(-n // big) for n in lens]
+    pool = torch.randperm(60 * 16 // big, generator=gen).tolist()
+    table = torch.zeros(len(lens), max(need) + 1, dtype=torch.int32)
+    small = torch.zeros(len(lens), 4 * (max(need) + 1), dtype=torch.int32)
+    for b, n in enumerate(need):
+        for j in range(n):
+            table[b, j] = pool.pop()
+            small[b, 4 * j:4 * j + 4] = 4 * table[b, j] + torch.arange(4)
+    q = torch.randn(len(lens), hkv * group, D, generator=gen).to(torch.bfloat16)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    out, lse = paged_decode_desc(q, k.view(-1, big, hkv, D), v.view(-1, big, hkv, D), table,
+                                 seq_lens, max(lens), num_splits=2, pages_per_tile=pages,
+                                 num_stages=2)
+    ref_out, ref_lse = ref_paged_decode(q, k, v, small, seq_lens)
+    live = ~torch.isinf(ref_lse)
+    assert torch.equal(torch.isinf(lse), ~live)
+    assert rel_err(out[live], ref_out[live]) <= 1e-2
+    assert (lse[live] - ref_lse[live]).abs().max() <= 1e-3
+
+
+def test_paged_desc_refuses_a_tile_over_128_tokens():
+    from parrotsim.kernels.experimental.paged_desc import paged_decode_desc
+    k = torch.zeros(2, 128, 1, D, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="at most 128 tokens"):
+        paged_decode_desc(torch.zeros(1, 1, D, dtype=torch.bfloat16), k, k,
+                          torch.zeros(1, 1, dtype=torch.int32), torch.ones(1, dtype=torch.int32),
+                          1, pages_per_tile=2)
+
+
 LOWER = """
 from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
