@@ -11,9 +11,10 @@ with ``PAGES`` > 0. Tile rows, online softmax, splits and the merge are those of
 :mod:`parrotsim.kernels.paged_decode`. ``PAGES`` is 1, 2 or 4. Pages of 32-128 tokens (not the
 project's KV semantics, which are 16) are taken too, to time a tile that is one copy of one page.
 
-Measured on the H200 (``kernels/results/session11``): one page a copy is the best tile and takes
-0.97-1.29x the shipped kernel's time; four pages joined in registers about 3x. Kept for the
-benchmark, not used by the model.
+Measured on the H200 (``kernels/results/session11``): over 16-token pages one page a copy is the
+best tile and takes 0.97-1.29x the shipped kernel's time (four pages joined in registers about
+3x); over 64-token pages 0.81-0.99x at G 4 and 8, at >= 90 % of the bytes floor on 7 of 12
+shapes. Kept for the benchmark, not used by the model.
 """
 
 from __future__ import annotations
