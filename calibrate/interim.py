@@ -103,6 +103,17 @@ def fit_runtimes(prof: Profile, bing_fill: bool, host_costs: bool = False) -> Pr
     return prof.model_copy(update={"runtimes": runtimes})
 
 
+def share_software(profiles: dict[str, Profile], source: str) -> dict[str, Profile]:
+    """``profiles`` with the runtimes of ``source`` (the profile whose hardware the chain-step
+    facts were measured on) in every one: the engine software's own terms (prompt-iteration
+    overheads, scales, host terms, fill scale) are then the same on every GPU, and only the
+    curves (the GPU-bound parts) differ. The facts those terms were fitted to stay exact on
+    ``source``; the others' residuals say what the transfer costs."""
+    runtimes = profiles[source].runtimes
+    return {name: prof.model_copy(update={"runtimes": dict(runtimes)})
+            for name, prof in profiles.items()}
+
+
 def fig10_error(profile: Profile, seeds: int) -> tuple[float, dict[str, float]]:
     """Mean absolute relative error of simulated Fig 10 against the table, and per cell."""
     cells = {}

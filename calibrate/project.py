@@ -27,6 +27,13 @@ For each target (A100-80GB LLaMA-13B and 7B, RTX A6000 LLaMA-7B) it starts from 
 3. writes ``<gpu>_<model>.yaml`` (``source: projected+fitted``, the shipped default for that
    GPU; the earlier interim fit stays as ``<gpu>_<model>-interim.yaml``) with the residuals.
 
+``--shared-software --out DIR`` writes the shipped projected profiles to ``DIR`` with the
+engine software's terms shared (:func:`parrotsim.calibrate.interim.share_software`: every
+profile gets the A100/13B profile's runtimes, no per-GPU refit, no Bing fill scale of its own)
+and prints every fact's residual; ``PARROTSIM_PROFILE_DIR=DIR parrotsim report`` then runs the
+paper figures on them. A what-if of issue 16's "calibration transfer", not the shipped default
+(``calibrate/profiles/README.md`` gives its measured effect).
+
 ``--shared-pages-only`` adds just the projected ``paged_shared_prefix`` grid to the shipped
 profiles of those GPUs, with each profile's own bandwidth ratio and k_attn (no refit: the grid
 touches neither fact the knobs are fitted to, the batch-1 decode step and Fig 10's chats).
@@ -37,13 +44,14 @@ The A100/13B profile's residuals hold the replayed Fig 10 per-cell errors.
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 
 from parrotsim.calibrate import facts
-from parrotsim.calibrate.interim import fig10_error, fit_runtimes, residuals
+from parrotsim.calibrate.interim import fig10_error, fit_runtimes, residuals, share_software
 from parrotsim.calibrate.roofline import GPUS
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.profile import (
@@ -215,17 +223,42 @@ def fit_knobs(seeds: int, verbose: bool = True, host_costs: bool = False
     return best[1], best[2]
 
 
+def write_shared_software(out: Path) -> int:
+    """``--shared-software``: the shipped projected profiles, runtimes shared, into ``out``
+    with every fact's residual printed (exit status 2 if ``out`` is the shipped folder)."""
+    if out.resolve() == PROFILES_DIR.resolve():
+        print(f"--shared-software writes a what-if: give --out a folder other than {out}",
+              file=sys.stderr)
+        return 2
+    shared = share_software({name: load_profile(str(PROFILES_DIR / f"{name}.yaml"))
+                             for name in TARGETS}, "a100-80gb_llama-13b")
+    for name, prof in shared.items():
+        res = residuals(prof, TARGETS[name][1])
+        prof = prof.model_copy(update={
+            "residuals": res, "fitted_to": [*prof.fitted_to, "runtimes: a100-80gb_llama-13b's "
+                                            "(engine software shared by every GPU)"]})
+        dump_profile(prof, out / f"{name}.yaml")
+        print(f"{out / f'{name}.yaml'}: " + ", ".join(f"{k}={v:+.4f}" for k, v in res.items()
+                                                     if not k.startswith("fig10_")))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Project H200 profiles to the paper's hardware.")
     ap.add_argument("--out", type=Path, default=PROFILES_DIR)
     ap.add_argument("--seeds", type=int, default=2, help="seeds per Fig 10 cell")
     ap.add_argument("--shared-pages-only", action="store_true",
                     help="add the projected paged_shared_prefix grid to the profiles in --out")
+    ap.add_argument("--shared-software", action="store_true",
+                    help="write the shipped projected profiles with the A100/13B profile's "
+                         "runtimes in all of them to --out (not the shipped folder)")
     ap.add_argument("--host-costs", action="store_true",
                     help="charge vLLM's and Parrot's measured host time per iteration "
                          "(calibrate/host_costs.py; not in the shipped profiles)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.shared_software:
+        return write_shared_software(args.out)
     if args.shared_pages_only:
         for name, (gpu, _) in TARGETS.items():
             if add_shared_pages(args.out / f"{name}.yaml", gpu):

@@ -25,6 +25,7 @@ positive time (:mod:`parrotsim.sim.model.profile_checks`). Shipped profiles live
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -339,7 +340,8 @@ def shipped_profiles() -> dict[str, Path]:
 
 
 def load_profile(name_or_path: str) -> Profile:
-    """Load a shipped profile by name (``a100-80gb_llama-13b``) or a profile file by path.
+    """Load a shipped profile by name (``a100-80gb_llama-13b``) or a profile file by path. A
+    name is looked up first in the folder :data:`PROFILE_DIR_ENV` names, if set.
 
     Parsed profiles are cached per process by path, size and modification time, so an edited
     file is read again (and changes :func:`profile_hash`)."""
@@ -352,8 +354,20 @@ def load_profile(name_or_path: str) -> Profile:
     return _parse_file(str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+#: environment variable naming a folder whose ``<name>.yaml`` profiles stand in for the shipped
+#: profiles of those names (to run the same experiments on other calibrations); read once per
+#: process, at the first lookup of each name
+PROFILE_DIR_ENV = "PARROTSIM_PROFILE_DIR"
+
+
 @cache
 def _shipped_path(name: str) -> Path:
+    folder = os.environ.get(PROFILE_DIR_ENV)
+    if folder:
+        if not Path(folder).is_dir():
+            raise ProfileError(f"{PROFILE_DIR_ENV}={folder}: no such folder")
+        if (Path(folder) / f"{name}.yaml").is_file():
+            return Path(folder) / f"{name}.yaml"
     shipped = shipped_profiles()
     if name not in shipped:
         raise ProfileError(f"unknown profile {name!r}; shipped: {', '.join(sorted(shipped))}")

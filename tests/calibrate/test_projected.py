@@ -83,3 +83,31 @@ def test_the_fit_skips_factors_below_the_bandwidth_floor(monkeypatch):
     monkeypatch.setattr(project_mod, "fig10_error", fake_fig10)
     (_, k_attn), _ = project_mod.fit_knobs(1, verbose=False)
     assert k_attn == min(k for k in project_mod.ATTN_GRID if k >= 0.995)
+
+
+def test_share_software_gives_every_profile_the_source_runtimes():
+    """Hand-built: two profiles whose runtimes differ; after sharing, both carry the source's
+    runtimes and keep their own curves."""
+    from parrotsim.calibrate.interim import share_software
+    from parrotsim.sim.model.profile import Runtime
+    src = load_profile("a100-80gb_llama-13b")
+    other = load_profile("a6000_llama-7b").model_copy(update={"runtimes": {
+        "vllm": Runtime(prefill_overhead_s=0.5), "parrot": Runtime(prefill_scale=3.0)}})
+    shared = share_software({"src": src, "other": other}, "src")
+    assert shared["other"].runtimes == src.runtimes
+    assert shared["other"].curves == other.curves
+    assert shared["src"] == src
+
+
+def test_shared_software_cli(tmp_path, capsys):
+    """--shared-software writes the three projected profiles with one set of runtimes and a
+    residual line each; it refuses to write into the shipped folder (exit status 2)."""
+    assert project_mod.main(["--shared-software", "--out", str(project_mod.PROFILES_DIR)]) == 2
+    assert project_mod.main(["--shared-software", "--out", str(tmp_path)]) == 0
+    written = {name: load_profile(str(tmp_path / f"{name}.yaml")) for name in project_mod.TARGETS}
+    source = written["a100-80gb_llama-13b"].runtimes
+    assert all(p.runtimes == source for p in written.values())
+    assert source == load_profile("a100-80gb_llama-13b").runtimes
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and "bing_prefix_fill=" in lines[1]
+    assert written["a100-80gb_llama-7b"].residuals["bing_prefix_fill"] < -0.3

@@ -97,3 +97,29 @@ def test_malformed_profile_names_file_and_field(edit, field):
 def test_unknown_profile_name():
     with pytest.raises(ProfileError, match="unknown profile"):
         load_profile("no-such-gpu")
+
+
+@pytest.fixture
+def fresh_lookup():
+    """Name lookups read PARROTSIM_PROFILE_DIR afresh in the test and again after it."""
+    from parrotsim.sim.model import profile as profile_mod
+    profile_mod._shipped_path.cache_clear()
+    yield profile_mod
+    profile_mod._shipped_path.cache_clear()
+
+
+def test_profile_dir_stands_in_for_shipped_names(tmp_path, monkeypatch, fresh_lookup):
+    """A profile of a shipped name in PARROTSIM_PROFILE_DIR is the one loaded; names the
+    folder lacks stay the shipped ones; a folder that does not exist is an error."""
+    shipped = load_profile("a6000_llama-7b")
+    dump_profile(shipped.model_copy(update={"description": "a what-if"}),
+                 tmp_path / "a6000_llama-7b.yaml")
+    monkeypatch.setenv(fresh_lookup.PROFILE_DIR_ENV, str(tmp_path))
+    fresh_lookup._shipped_path.cache_clear()  # names are looked up once per process
+    assert load_profile("a6000_llama-7b").description == "a what-if"
+    assert load_profile("a100-80gb_llama-13b").description == \
+        load_profile(str(shipped_profiles()["a100-80gb_llama-13b"])).description
+    fresh_lookup._shipped_path.cache_clear()
+    monkeypatch.setenv(fresh_lookup.PROFILE_DIR_ENV, str(tmp_path / "missing"))
+    with pytest.raises(ProfileError, match="no such folder"):
+        load_profile("a6000_llama-7b")
