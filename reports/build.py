@@ -11,6 +11,7 @@ the project's shared-prefix kernel, which serves any number of prefixes per batc
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from parrotsim.sim.harness.experiment import experiment_from_data, load_experime
 from parrotsim.sim.harness.runner import Sweep, check_sweep_memory, prepare_sweep, run_sweeps
 from parrotsim.sim.harness.shipped import shipped_experiments
 from parrotsim.sim.harness.store import write_atomic
-from parrotsim.sim.model.profile import ProfileError, shipped_profiles
+from parrotsim.sim.model.profile import PROFILE_DIR_ENV, ProfileError, shipped_profiles
 
 #: dotted override -> {the artifact's kernel: today's}, applied to every variant by ``--profile``
 TODAYS_KERNELS = {"cluster.kernel": {"parrot_2023": "shared_prefix"},
@@ -107,12 +108,25 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     write_atomic(out / "claims.csv", claims.to_csv(index=False))
     elapsed = time.perf_counter() - start
     setups = [(f, next(p.setup for p in panels if p.figure == f and p.setup)) for f in wanted]
-    note = (f"Hardware profiles: {profile} family." if profile else
-            "Hardware profiles: the shipped A100-80GB / RTX A6000 profiles, projected from "
+    write_atomic(out / "index.html", page(setups, claims, profile_note(profile),
+                                          f"Built in {elapsed:.0f} s."))
+    return claims
+
+
+def profile_note(profile: str | None) -> str:
+    """The report's line on which hardware profiles ran it: the ``profile`` family, else the
+    shipped paper profiles, naming those a ``PARROTSIM_PROFILE_DIR`` folder replaced."""
+    if profile:
+        return f"Hardware profiles: {profile} family."
+    note = ("Hardware profiles: the shipped A100-80GB / RTX A6000 profiles, projected from "
             "curves measured on an H200 and fitted to the paper's calibration facts "
             "(calibrate/profiles).")
-    write_atomic(out / "index.html", page(setups, claims, note, f"Built in {elapsed:.0f} s."))
-    return claims
+    folder = os.environ.get(PROFILE_DIR_ENV)
+    if folder:
+        names = sorted(p.stem for p in Path(folder).glob("*.yaml"))
+        note += (f" {PROFILE_DIR_ENV}={folder} replaced those of its names: "
+                 f"{', '.join(names) or 'none'}.")
+    return note
 
 
 class _FigureDrawer:

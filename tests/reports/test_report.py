@@ -65,3 +65,16 @@ def test_claims_ratio_tolerance_and_oom_flag():
     oom_claim = out.loc["Bing, batch 8: vs Baseline w/o Sharing"]
     assert oom_claim["simulated"] == pytest.approx(3.0) and "KV blocks" in oom_claim["note"]
     assert out.loc["chain summary, output 25: Parrot vs Baseline (vLLM)", "note"] == ""
+
+
+def test_profile_note_names_a_profile_folder(tmp_path, monkeypatch):
+    """The report says which profiles ran it: the shipped ones, and those a
+    PARROTSIM_PROFILE_DIR folder replaced, by name."""
+    from parrotsim.reports.build import profile_note
+    monkeypatch.delenv("PARROTSIM_PROFILE_DIR", raising=False)
+    assert "PARROTSIM_PROFILE_DIR" not in profile_note(None)
+    (tmp_path / "a6000_llama-7b.yaml").write_text("x")
+    monkeypatch.setenv("PARROTSIM_PROFILE_DIR", str(tmp_path))
+    note = profile_note(None)
+    assert f"PARROTSIM_PROFILE_DIR={tmp_path}" in note and note.endswith("a6000_llama-7b.")
+    assert profile_note("h200") == "Hardware profiles: h200 family."
