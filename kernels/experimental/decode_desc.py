@@ -71,7 +71,10 @@ def launch_decode_desc(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     box = block_n if pages_per_tile == 0 else page
     descs = [TensorDescriptor.from_tensor(c.view(n_cache * page, hkv * d), [box, d])
              for c in (k_cache, v_cache)]
-    table = pages.dim() == 2
+    table = pages_per_tile > 0
+    if pages.dim() != (2 if table else 1):
+        raise ValueError(f"pages of shape {tuple(pages.shape)}: a [B] first-page vector "
+                         f"without pages_per_tile, a [B, max pages] table with it")
     po = torch.empty(b, hq, splits, d, dtype=torch.float32, device=q.device)
     plse = torch.empty(b, hq, splits, dtype=torch.float32, device=q.device)
     _decode_desc_kernel[(b, hkv, splits)](
