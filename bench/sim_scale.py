@@ -15,7 +15,7 @@ Three families of configurations, each run in a fresh subprocess (so peak RSS is
 
     python bench/sim_scale.py [--engines 8,64,256,1024] [--calls 1e4,1e5,1e6]
                               [--gpts-engines 64,256] [--gpts-calls 4000]
-                              [--batch-calls 20000] [--only chat|gpts|batch]
+                              [--batch-calls 20000] [--only chat|gpts|batch] [--repeats 1]
 
 The default runs in a few minutes on one core: the batch pair, every engine count at 1e4
 calls, 8, 64 and 1,024 engines at 1e5, and the GPTs pairs at 4,000 calls. Prints one line per
@@ -25,6 +25,14 @@ SimPy events per call, CPU us per event and the mean batch (sequences per iterat
 of each phase, the CPU time of Python's cyclic garbage collections (in any phase), and the
 process's peak RSS; after each GPTs pair, the Parrot / least-queue ratio of the cost per call
 (wall and CPU).
+
+Beside every chat run it times ``bench/sim_floor.py``'s skeleton (the leanest SimPy model with
+the same events and least-queue dispatch, no fidelity feature) on the same engine count, rate
+and call count, and after the chat grid prints, per call count, each engine count's cost per
+call over the smallest count's, for the simulator and for the skeleton: how much of the growth
+with engines the platform itself shows (per-engine state no longer in the CPU's caches).
+``--repeats N`` runs each chat configuration N times, alternating simulator and skeleton, and
+reports the medians (single runs at 1,024 engines vary by +-15 % on a shared machine).
 """
 
 from __future__ import annotations
@@ -33,11 +41,13 @@ import argparse
 import gc
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
 
 import simpy
+from sim_floor import skeleton
 
 from parrotsim.sim.harness import simulation
 from parrotsim.sim.harness.config import RunConfig
@@ -136,10 +146,29 @@ def run_one(raw: dict) -> dict:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def in_subprocess(raw: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", json.dumps(raw)],
+def in_subprocess(raw: dict, flag: str = "--one") -> dict:
+    out = subprocess.run([sys.executable, __file__, flag, json.dumps(raw)],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout.splitlines()[-1])
+
+
+def run_skeleton(spec: dict) -> dict:
+    """``bench/sim_floor.py``'s skeleton at ``spec``'s engines, calls and rate, timed."""
+    wall, events, done = skeleton(spec["calls"], spec["engines"], spec["rate"])
+    return {"calls": done, "events": events, "wall_s": wall}
+
+
+def chat_pair(engines: int, calls: int, repeats: int) -> tuple[dict, float]:
+    """The simulator's chat run (the median by wall time of ``repeats``) and the skeleton's
+    median us per call on the same engines, calls and rate, run alternately."""
+    rows, skel = [], []
+    spec = {"engines": engines, "calls": calls, "rate": engines * CHAT_RATE_PER_ENGINE}
+    for _ in range(repeats):
+        rows.append(in_subprocess(chat_config(engines, calls)))
+        sk = in_subprocess(spec, "--one-skeleton")
+        skel.append(1e6 * sk["wall_s"] / sk["calls"])
+    rows.sort(key=lambda r: r["wall_s"])
+    return rows[len(rows) // 2], statistics.median(skel)
 
 
 def report(name: str, row: dict) -> None:
@@ -166,10 +195,16 @@ def main() -> None:
     ap.add_argument("--gpts-calls", type=int, default=4000)
     ap.add_argument("--batch-calls", type=int, default=20_000)
     ap.add_argument("--only", choices=("chat", "gpts", "batch"), default=None)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each chat configuration (medians reported)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a config's JSON: run it here
+    ap.add_argument("--one-skeleton", help=argparse.SUPPRESS)  # the skeleton's spec: run it
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(json.loads(args.one))))
+        return
+    if args.one_skeleton:
+        print(json.dumps(run_skeleton(json.loads(args.one_skeleton))))
         return
     if args.only in (None, "batch"):
         for engines in (8, 64):
@@ -182,8 +217,20 @@ def main() -> None:
         else:
             grid = [(e, c) for c in (args.calls or [10_000])
                     for e in (args.engines or [8, 64, 256, 1024])]
+        per_call: dict[int, list[tuple[int, float, float]]] = {}
         for engines, calls in grid:
-            report(f"chat {calls} on {engines}", in_subprocess(chat_config(engines, calls)))
+            row, skel_us = chat_pair(engines, calls, args.repeats)
+            report(f"chat {calls} on {engines}", row)
+            model_us = 1e6 * row["wall_s"] / row["calls"]
+            print(f"{'  skeleton, same engines and rate':34s} {skel_us:7.1f} us/call; "
+                  f"simulator minus skeleton {model_us - skel_us:7.1f} us/call", flush=True)
+            per_call.setdefault(calls, []).append((engines, model_us, skel_us))
+        for calls, rows in per_call.items():
+            base = min(rows)
+            for engines, model_us, skel_us in sorted(rows)[1:]:
+                print(f"chat {calls}: {engines} vs {base[0]} engines per call: simulator "
+                      f"{model_us / base[1]:.2f}x (+{model_us - base[1]:.1f} us), skeleton "
+                      f"{skel_us / base[2]:.2f}x (+{skel_us - base[2]:.1f} us)", flush=True)
     if args.only in (None, "gpts"):
         for engines in args.gpts_engines:
             rows = {}

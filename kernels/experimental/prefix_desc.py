@@ -89,12 +89,15 @@ def shared_prefix_contiguous(
     block_m: int = 128, block_n: int = 64, num_warps: int = 8, num_stages: int = 3,
     prefix_splits: int | None = None, suffix_splits: int | None = None,
     concurrent: bool = True, sm_scale: float | None = None,
+    suffix_tile: tuple[int, int, int] = (128, 4, 2), suffix_first: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Shared-prefix decode attention (same arguments and result as
     :func:`parrotsim.kernels.shared_prefix_decode.shared_prefix_decode_attention`, the prefix
     given by its first page, its pages consecutive): the descriptor prefix phase, the shipped
     split-KV suffix phase (on a second stream when ``concurrent``), the log-sum-exp merge.
-    ``prefix_splits`` default: one wave of programs over the SMs."""
+    ``prefix_splits`` default: one wave of programs over the SMs. ``suffix_tile``: the suffix
+    phase's (tokens per tile, warps, stages); ``suffix_first``: with ``concurrent``, the suffix
+    phase is launched first (on the side stream), so its programs take the SMs first."""
     b, hq, d = q.shape
     hkv = k_cache.shape[2]
     g = hq // hkv
@@ -119,10 +122,15 @@ def shared_prefix_contiguous(
                            split_len, nsp, num_warps, num_stages)
 
     def suffix() -> None:
+        bn_s, warps_s, stages_s = suffix_tile
         launch_decode(q, k_cache, v_cache, suffix_block_tables, suffix_lens, scale2 / LOG2E,
-                      nss, None, None, po, plse, slot0=nsp, block_n=128, num_stages=2)
+                      nss, None, None, po, plse, slot0=nsp, block_n=bn_s, num_warps=warps_s,
+                      num_stages=stages_s)
 
-    run_phases(prefix, suffix, q, concurrent)
+    if suffix_first:  # the phases write disjoint slots: either may go on the side stream
+        run_phases(suffix, prefix, q, concurrent)
+    else:
+        run_phases(prefix, suffix, q, concurrent)
     launch_merge(po, plse, out, lse, num_warps=1)
     return out, lse
 
