@@ -26,7 +26,8 @@ and 12000):
   orders; each with its % of the bytes floor, x over the paged kernel over the shared pages and
   max |difference| from the shipped kernel's output (``err``).
 
-Prints the best variant per shape. Off the GPU it runs under Triton's interpreter with
+Prints the best variant per shape, then a markdown summary (``--summary`` prints it again from
+the CSVs of ``--out``). Off the GPU it runs under Triton's interpreter with
 wall-clock timings (a check of the driver, not a measurement).
 """
 
@@ -142,6 +143,47 @@ def run_shape(timer, kv: RandomKV, g: int, b: int, p: int, s: int, bw: float, re
     return best
 
 
+def summary(out: Path) -> str:
+    """A markdown table of ``out``'s two CSVs, one line per shape: the suffix phase alone (the
+    shipped tile and the best), the shipped kernel (mode "auto"; mode "concurrent" with its
+    best suffix tile) and the descriptor cascade's best, prefix-first and suffix-first."""
+    import pandas as pd  # the summary only: the sweep itself needs torch alone
+
+    suffix = pd.read_csv(out / "suffix.csv")
+    cascade = pd.read_csv(out / "cascade.csv")
+    cascade = cascade[cascade["error"].isna()]
+    lines = ["| G | B | P | floor us | suffix alone: shipped tile / best (tile) | shipped auto "
+             "| shipped concurrent, best suffix tile | desc, prefix first | desc, suffix first |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def cell(rows: pd.DataFrame, tile: bool = True) -> str:
+        if rows.empty:
+            return "-"
+        r = rows.loc[rows["us"].idxmin()]
+        what = f" ({r['prefix_tile']}/{int(r['prefix_splits'])}, {r['suffix_tile']})" if tile \
+            and isinstance(r["prefix_tile"], str) else \
+            f" ({r['suffix_tile']})" if tile and isinstance(r["suffix_tile"], str) else ""
+        return (f"{r['us']:.1f} us, {r['pct_floor']:.1f} %, "
+                f"{r['x_vs_paged_shared']:.2f}x{what}")
+
+    for (g, b, p), rows in cascade.groupby(["G", "B", "P"], sort=False):
+        sfx = suffix[(suffix["G"] == g) & (suffix["B"] == b) & (suffix["P"] == p)
+                     & suffix["error"].isna()]
+        shipped = sfx[(sfx["tile"] == _tile_name(SHIPPED_SUFFIX)) & (sfx["splits"] == 1)]
+        best = sfx.loc[sfx["us"].idxmin()] if not sfx.empty else None
+        alone = ("-" if best is None else
+                 f"{shipped['us'].min():.1f} / {best['us']:.1f} ({best['tile']}, "
+                 f"{int(best['splits'])} split{'s' if best['splits'] > 1 else ''})")
+        desc = rows[rows["variant"] == "desc"]
+        lines.append(
+            f"| {g} | {b} | {p} | {rows['floor_us'].iloc[0]:.1f} | {alone} | "
+            f"{cell(rows[rows['variant'] == 'shipped_auto'], tile=False)} | "
+            f"{cell(rows[rows['variant'] == 'shipped_concurrent'])} | "
+            f"{cell(desc[desc['order'] == 'prefix_first'])} | "
+            f"{cell(desc[desc['order'] == 'suffix_first'])} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -149,7 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=300.0,
                     help="no new shape after this many seconds")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--summary", action="store_true",
+                    help="only print the markdown summary of the CSVs already in --out")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(args.out))
+        return 0
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     timer, kv = (Timer(dev) if dev.type == "cuda" else CpuTimer()), RandomKV(dev)
     bw = measure_bandwidth(timer, dev)["floor_TBs"]
@@ -168,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{best.get('suffix_tile', 'default')} {best.get('order', '')}: "
                   f"{best['us']:.1f} us, {best['pct_floor']:.1f} % of floor, "
                   f"{best['x_vs_paged_shared']:.2f}x", flush=True)
+    try:
+        print(summary(args.out))
+    except ImportError:  # no pandas on the GPU image: --summary later
+        pass
     return 0
 
 
