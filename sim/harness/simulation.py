@@ -135,16 +135,18 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
 
     engines = []
     loads = [EngineLoad(i) for i in range(cfg.cluster.engines)]
-    # one profile for every engine: lone prompt chunks and decode rows are costed once a run
+    # one profile for every engine: prompt chunks and decode rows are costed once a run
     prefill_memo: dict = {}
     decode_rows: dict = {}
+    chunk_memo: dict = {}
     for i in range(cfg.cluster.engines):
         kv = KVCache(limits.kv_blocks, limits.block_size)
         cache = (PrefixCache(kv, loads[i].prefixes, cfg.cluster.prefix_ttl_s,
                              cfg.cluster.prefix_lifetime)
                  if cfg.cluster.prefix_cache else None)
         cost = CostModel(profile, engine_cfg.runtime, prefill_memo, decode_rows,
-                         kernel=cfg.cluster.kernel, paged_kernel=cfg.cluster.paged_kernel)
+                         kernel=cfg.cluster.kernel, paged_kernel=cfg.cluster.paged_kernel,
+                         chunk_memo=chunk_memo)
         engines.append(make_engine(env, i, engine_cfg.make(), cost, kv, on_finish,
                                    kernel=cfg.cluster.kernel,
                                    one_prefix_per_batch=cfg.cluster.one_prefix_per_batch,

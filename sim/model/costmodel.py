@@ -62,6 +62,8 @@ from parrotsim.sim.model.sequence import Batch
 SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)
 #: distinct decode-batch groupings whose shared-prefix time one cost model remembers
 SHARED_MEMO_KEPT = 4096
+#: prompt chunks whose time alone on the prefill grid the cost models of a run remember
+CHUNK_MEMO_KEPT = 65536
 
 
 class CostModel:
@@ -70,11 +72,14 @@ class CostModel:
     def __init__(self, profile: Profile, runtime: str = "vllm",
                  prefill_memo: dict[tuple[int, int], tuple[float, int]] | None = None,
                  decode_rows: dict[int, tuple[Interp, float, bool]] | None = None,
-                 kernel: str = "shared_prefix", paged_kernel: str = "split_kv") -> None:
-        """``prefill_memo`` and ``decode_rows`` may be shared by the cost models of one profile
-        and kernel choice (the engines of a run): the first maps a lone prompt chunk to its
-        attention time and extrapolation count, the second a decode batch's sequence count to
-        its cost row. ``kernel``, the engine's decode kernel, says how forked groups are costed:
+                 kernel: str = "shared_prefix", paged_kernel: str = "split_kv",
+                 chunk_memo: dict[tuple[int, int], tuple[float, bool]] | None = None) -> None:
+        """``prefill_memo``, ``decode_rows`` and ``chunk_memo`` may be shared by the cost models
+        of one profile and kernel choice (the engines of a run): the first maps a lone prompt
+        chunk to its attention time and extrapolation count, the second a decode batch's
+        sequence count to its cost row, the third a prompt chunk of a batch to its time alone
+        on the prefill grid and whether it lies outside the grid (emptied at
+        :data:`CHUNK_MEMO_KEPT` entries). ``kernel``, the engine's decode kernel, says how forked groups are costed:
         ``shared_prefix`` (the profile's curve), ``parrot_2023``
         (:mod:`parrotsim.sim.model.era_kernels`) or ``paged`` (on the profile's
         ``paged_shared_prefix`` grid when it has one, :attr:`paged_groups`; else not at all).
@@ -129,6 +134,10 @@ class CostModel:
         self.group_waves = self.waves is not None and self.paged_groups
         self._prefill_grid = c.prefill_attention_grid
         self._prefill_memo = {} if prefill_memo is None else prefill_memo
+        #: a prompt chunk ``(new tokens, context tokens)`` -> its time alone on the prefill
+        #: grid and whether it lies outside the grid (chunks repeat: batches of several
+        #: prompts are not remembered whole, their chunks are)
+        self._chunk_alone = {} if chunk_memo is None else chunk_memo
         self.extrapolated = 0
         calibration = profile.calibration
         self._extent = calibration.extent if calibration is not None else None
@@ -265,12 +274,22 @@ class CostModel:
         t = self._prefill.scalar(work)
         g = self._prefill_grid
         if g is not None:  # no faster than the slowest chunk alone
-            for n, ctx in chunks:
-                if not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1]):
+            alone = self._chunk_alone
+            for chunk in chunks:
+                try:
+                    chunk_t, outside = alone[chunk]
+                except KeyError:
+                    n, ctx = chunk
+                    outside = not (g.x[0] <= n <= g.x[-1] and g.y[0] <= ctx <= g.y[-1])
+                    chunk_t = bilinear(g, n, ctx, extend_y=True)
+                    if len(alone) >= CHUNK_MEMO_KEPT:
+                        alone.clear()
+                    alone[chunk] = (chunk_t, outside)
+                if outside:
                     self.extrapolated += 1
-                    self._past("prefill_chunk_tokens", n)
-                    self._past("prefill_context", ctx)
-                t = max(t, bilinear(g, n, ctx, extend_y=True))
+                    self._past("prefill_chunk_tokens", chunk[0])
+                    self._past("prefill_context", chunk[1])
+                t = max(t, chunk_t)
         return t
 
     def iteration_time(self, batch: Batch, shared: list[SharedGroup] | None = None,
