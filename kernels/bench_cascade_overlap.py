@@ -1,7 +1,7 @@
 """Can the cascade's two phases overlap? Suffix tiles and launch order at issue 18's targets.
 
     python -m parrotsim.kernels.bench_cascade_overlap --out DIR [--shapes SPEC] [--reps 30]
-                                                      [--budget-s 300]
+                                                      [--budget-s 300] [--grid default|fine|confirm]
 
 Session 11 (``kernels/results/session11``) took the cascade's prefix phase from 36.8 to 22.4 us
 at G=4, B=64, P=6000, S=256 by reading the prefix with descriptor copies
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -57,6 +58,36 @@ SHIPPED_SUFFIX = (128, 4, 2)
 #: (BM, BN, warps, stages) of the descriptor prefix phase: session 11's best at B=64 and B=32
 PREFIX_TILES = [(64, 64, 4, 3), (64, 128, 4, 3)]
 SUFFIX_FIELDS = ["G", "B", "P", "S", "tile", "splits", "us", "error"]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What one run sweeps. The default: every suffix tile alone, then the cascade with the
+    shipped suffix tile and the 3 fastest alone, prefix split counts of half, one and two
+    waves, both launch orders. ``fine``: around session 12's first run's best (the descriptor
+    prefix 64x64x4x3 at G=4/8, B=64): fewer suffix tiles, each with 1, 2 and 4 splits in the
+    cascade, explicit prefix split counts, prefix-first only. ``confirm``: the best of both
+    runs again on more shapes, each shape twice (``--grid``)."""
+
+    suffix_tiles: tuple[tuple[int, int, int], ...] = tuple(SUFFIX_TILES)
+    suffix_splits: tuple[int, ...] = (1, 2)
+    top: int | None = 3  # None: every suffix tile x split goes into the cascade
+    prefix_tiles: tuple[tuple[int, int, int, int], ...] = tuple(PREFIX_TILES)
+    prefix_splits: tuple[int, ...] | None = None  # None: half, one and two waves
+    orders: tuple[bool, ...] = (False, True)  # suffix first?
+
+
+FINE = Grid(suffix_tiles=((32, 2, 2), (32, 2, 3), (32, 2, 4), (32, 4, 3), (64, 2, 3),
+                          (64, 4, 3)),
+            suffix_splits=(1, 2, 4), top=None, prefix_tiles=((64, 64, 4, 3), (64, 64, 4, 4)),
+            prefix_splits=(2, 3, 4, 5, 6), orders=(False,))
+#: the first two runs' best of each kind again, on more shapes, each shape twice in the run
+CONFIRM = Grid(suffix_tiles=((64, 2, 2), (64, 2, 3), (64, 2, 4), (32, 2, 4), (64, 4, 3)),
+               suffix_splits=(1,), top=None, prefix_tiles=((64, 64, 4, 3), (64, 64, 4, 4)),
+               prefix_splits=(3, 4), orders=(False,))
+GRIDS = {"default": (Grid(), SHAPES), "fine": (FINE, "4,8x64x6000x256"),
+         "confirm": (CONFIRM, "4,8x64x6000x256;4,8x32x6000x256;4x64x3000,12000x256;"
+                              "4,8x64x6000x256")}
 CASCADE_FIELDS = ["G", "B", "P", "S", "floor_us", "paged_shared_us", "variant", "prefix_tile",
                   "prefix_splits", "suffix_tile", "suffix_splits", "order", "us", "pct_floor",
                   "x_vs_paged_shared", "err", "error"]
@@ -85,7 +116,7 @@ def _timed(timer, fn, reps: int) -> tuple[float, str]:
 
 
 def run_shape(timer, kv: RandomKV, g: int, b: int, p: int, s: int, bw: float, reps: int,
-              suffix_log: CsvLog, cascade_log: CsvLog) -> dict:
+              suffix_log: CsvLog, cascade_log: CsvLog, grid: Grid = Grid()) -> dict:
     """Every row of one shape; returns its best cascade row."""
     sb = shared_batch(kv, p, suffixes(b, s, False, seed=1), HQ, g, D)
     hkv = HQ // g
@@ -94,15 +125,15 @@ def run_shape(timer, kv: RandomKV, g: int, b: int, p: int, s: int, bw: float, re
     paged = timer(partial(paged_decode_attention, sb.q, sb.k, sb.v, *sb.paged_tables()),
                   reps=reps)
     suffix_rows = []
-    for tile in SUFFIX_TILES:
-        for splits in (1, 2):
+    for tile in grid.suffix_tiles:
+        for splits in grid.suffix_splits:
             us, err = _timed(timer, suffix_alone(sb, tile, splits), reps)
             row = {**shape, "tile": _tile_name(tile), "splits": splits, "us": us, "error": err}
             suffix_log.add(**row)
             if not err:
                 suffix_rows.append((us, tile, splits))
     suffix_rows.sort()
-    picks = [(SHIPPED_SUFFIX, None)] + [(t, n) for _, t, n in suffix_rows[:3]
+    picks = [(SHIPPED_SUFFIX, None)] + [(t, n) for _, t, n in suffix_rows[:grid.top]
                                           if (t, n) != (SHIPPED_SUFFIX, None)]
     ref = shared_prefix_decode_attention(*sb.args())[0].float()
     best: dict = {}
@@ -127,11 +158,12 @@ def run_shape(timer, kv: RandomKV, g: int, b: int, p: int, s: int, bw: float, re
             suffix_tile=_tile_name(tile), suffix_splits=splits or "", order="prefix_first")
     args = (sb.q, sb.k, sb.v, 0, p, sb.suffix_tables, sb.suffix_lens)
     sms = num_sms(sb.q.device)
-    for bm, bn, warps, stages in PREFIX_TILES:
+    for bm, bn, warps, stages in grid.prefix_tiles:
         one_wave = max(1, sms // (-(-(b * g) // bm) * hkv))
-        for prefix_splits in sorted({max(1, one_wave // 2), one_wave, 2 * one_wave}):
+        for prefix_splits in (grid.prefix_splits
+                              or sorted({max(1, one_wave // 2), one_wave, 2 * one_wave})):
             for tile, splits in picks:
-                for suffix_first in (False, True):
+                for suffix_first in grid.orders:
                     add("desc", partial(
                         shared_prefix_contiguous, *args, block_m=bm, block_n=bn,
                         num_warps=warps, num_stages=stages, prefix_splits=prefix_splits,
@@ -187,10 +219,13 @@ def summary(out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default=SHAPES, help="G x B x P x S groups (bench_shapes)")
+    ap.add_argument("--shapes", default=None,
+                    help=f"G x B x P x S groups (bench_shapes; default {SHAPES})")
     ap.add_argument("--budget-s", type=float, default=300.0,
                     help="no new shape after this many seconds")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="default",
+                    help="what to sweep (Grid's docstring), each with its default shapes")
     ap.add_argument("--summary", action="store_true",
                     help="only print the markdown summary of the CSVs already in --out")
     args = ap.parse_args(argv)
@@ -204,11 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     suffix_log = CsvLog(args.out / "suffix.csv", SUFFIX_FIELDS)
     cascade_log = CsvLog(args.out / "cascade.csv", CASCADE_FIELDS)
     t0 = time.time()
-    for g, b, p, s, _ in parse_shapes(args.shapes):
+    grid, shapes = GRIDS[args.grid]
+    for g, b, p, s, _ in parse_shapes(args.shapes or shapes):
         if time.time() - t0 > args.budget_s:
             print("budget spent: no more shapes", flush=True)
             break
-        best = run_shape(timer, kv, g, b, p, s, bw, args.reps, suffix_log, cascade_log)
+        best = run_shape(timer, kv, g, b, p, s, bw, args.reps, suffix_log, cascade_log, grid)
         if best:
             print(f"best G={g} B={b} P={p} S={s}: {best['variant']} "
                   f"{best.get('prefix_tile', '')}/{best.get('prefix_splits', '')} suffix "
