@@ -134,7 +134,7 @@ def shared_prefix_decode_attention(
     sm_scale: float | None = None, mode: str = "auto", prefix_split_tokens: int | None = None,
     suffix_splits: int | None = None, num_stages: int = 2, prefix_block_n: int = 64,
     suffix_block_n: int | None = None, suffix_stages: int | None = None,
-    prefix_block_m: int | None = None, suffix_warps: int = 4, merge_warps: int = 1, out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
+    prefix_block_m: int | None = None, suffix_warps: int | None = None, merge_warps: int = 1, out: torch.Tensor | None = None, lse: torch.Tensor | None = None,
     fast_prefix: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention for B sequences that share a prefix.
@@ -158,7 +158,8 @@ def shared_prefix_decode_attention(
             the last program to finish a (sequence, head) merges it; :mod:`.cascade_last`).
         prefix_split_tokens / suffix_splits: override the split heuristics (and the table's).
         num_stages / prefix_block_n, suffix_stages / suffix_block_n / suffix_warps: tiles
-            (suffix default 128 tokens x 2 stages for "concurrent", else 64 x 3);
+            (suffix default 128 tokens x 2 stages for "concurrent", else 64 x 3, 4 warps; the
+            GPU's tuning table may name another for mode "auto");
             merge_warps: warps of the merge kernel (1 measured 4 us faster than 4 at B=64);
             prefix_block_m: rows per prefix tile (default by batch, see prefix_tiles).
         out, lse: optional output buffers ([B, Hq, D] q.dtype, [B, Hq] fp32).
@@ -179,6 +180,10 @@ def shared_prefix_decode_attention(
             prefix_split_tokens = -(-max(prefix_len, 1) // choice.prefix_splits)
         prefix_block_m = prefix_block_m or choice.prefix_bm or None
         suffix_splits = suffix_splits or choice.suffix_splits or None
+        if choice.suffix_tile is not None and suffix_block_n is None:
+            suffix_block_n, tuned_warps, tuned_stages = choice.suffix_tile
+            suffix_warps = suffix_warps or tuned_warps
+            suffix_stages = suffix_stages or tuned_stages
     if mode == "paged":
         return paged_over_shared_pages(q, k_cache, v_cache, prefix_pages, prefix_len,
                                        suffix_block_tables, suffix_lens, sm_scale, out, lse)
@@ -193,6 +198,8 @@ def shared_prefix_decode_attention(
                                                  block_m=prefix_block_m, at_most_one_wave=conc)
     if suffix_block_n is None:
         suffix_block_n = 128 if conc else 64
+    if suffix_warps is None:
+        suffix_warps = 4
     if suffix_stages is None:
         suffix_stages = 2 if conc else 3
     nss = suffix_splits or choose_num_splits(B * HKV, suffix_block_tables.shape[1] * page,

@@ -7,7 +7,8 @@ Paged kernel, per (G, batch, context) of :data:`PAGED_GRID`: the splits sweep wi
 tokens), then three other tiles at the best split count; the fastest wins. Shared prefix, per
 (G, batch, prefix, suffix) of :data:`SHARED_GRID`: the paged kernel over the shared pages (with
 the paged choice just tuned) against cascade modes fused / concurrent / concurrent with twice
-the prefix splits / concurrent with 64-row prefix tiles (B*G > 64); "paged" wins where it is fastest.
+the prefix splits / concurrent with 64-row prefix tiles (B*G > 64) / concurrent with each suffix
+tile of :data:`SUFFIX_TILES`; "paged" wins where it is fastest.
 Heads: Hq = 32, D = 128 (LLaMA-7B; G = 4, 8 as LLaMA-3-8B / 70B-style GQA). CUDA-graph
 replays with the L2 flushed, median of ``--reps``. Points run coarse grid first and stop at
 ``--budget-s`` (the table is rewritten after every point, so a cut run leaves a usable table).
@@ -43,6 +44,10 @@ PAGED_GRID = ((1, 64, 256, 16, 4), (2048, 8192, 512, 16384))
 # (batches, prefixes, suffixes)
 SHARED_GRID = ((64, 4, 256, 16), (6144, 1024), (256, 16))
 TILES = [(128, 4, 2), (128, 8, 3), (64, 4, 4)]
+#: suffix tiles (tokens, warps, stages) tried for mode "concurrent" beside its default: small
+#: tiles leave room on an SM beside a prefix program (kernels/results/session12)
+SUFFIX_TILES = [(64, 2, 3), (32, 2, 4), (32, 4, 3)]
+NO_TILE = (0, 0, 0)  # the mode's default suffix tile
 TINY = {"paged": ((2,), (160,)), "shared": ((3,), (64,), (16,)), "groups": (1, 4),
         "hq": 8, "d": 32}
 
@@ -114,18 +119,27 @@ def tune_shared(timer, kv: RandomKV, table: KernelTable, g: int, b: int, p: int,
                         num_stages=pc.stages)
     casc = partial(shared_prefix_decode_attention, *sb.args())
     nsp = 2 * prefix_tiles(b, g, p, hq // g, kv.device, at_most_one_wave=True)[4]
-    cands = {("paged", 0, 0): paged, ("fused", 0, 0): partial(casc, mode="fused"),
-             ("concurrent", 0, 0): partial(casc, mode="concurrent"),
-             ("concurrent", nsp, 0): partial(casc, mode="concurrent",
-                                             prefix_split_tokens=-(-p // nsp))}
+    cands = {("paged", 0, 0, NO_TILE): paged,
+             ("fused", 0, 0, NO_TILE): partial(casc, mode="fused"),
+             ("concurrent", 0, 0, NO_TILE): partial(casc, mode="concurrent"),
+             ("concurrent", nsp, 0, NO_TILE): partial(casc, mode="concurrent",
+                                                      prefix_split_tokens=-(-p // nsp))}
     if b * g > 64:
-        cands[("concurrent", 0, 64)] = partial(casc, mode="concurrent", prefix_block_m=64)
+        cands[("concurrent", 0, 64, NO_TILE)] = partial(casc, mode="concurrent",
+                                                        prefix_block_m=64)
+    for bn, warps, stages in SUFFIX_TILES:
+        cands[("concurrent", 0, 0, (bn, warps, stages))] = partial(
+            casc, mode="concurrent", suffix_block_n=bn, suffix_warps=warps,
+            suffix_stages=stages)
     res = _best(timer, cands, reps)
     best = min(res, key=res.get)
     heur = "paged" if b == 1 else "fused" if b * g <= 32 else "concurrent"
+    tile = dict(zip(("block_n", "warps", "stages"), best[3], strict=True)) \
+        if best[3] != NO_TILE else {}
     return {"kernel": "shared", "G": g, "batch": b, "context": p, "suffix": s, "splits": 0,
-            "mode": best[0], "prefix_splits": best[1], "prefix_bm": best[2],
-            "us": round(res[best], 2), "fallback_us": round(res.get((heur, 0, 0), float("nan")), 2),
+            "mode": best[0], "prefix_splits": best[1], "prefix_bm": best[2], **tile,
+            "us": round(res[best], 2),
+            "fallback_us": round(res.get((heur, 0, 0, NO_TILE), float("nan")), 2),
             "candidates": len(res)}
 
 

@@ -10,7 +10,8 @@ without "NVIDIA", lower case, spaces as dashes: ``h200``), or named by the envir
 * ``kernel=shared``: G, batch, context (= shared prefix tokens), suffix -> ``mode`` (``paged``:
   the paged kernel over the shared pages is faster; ``fused`` / ``concurrent``: cascade modes),
   ``prefix_splits`` (prefix split count, 0 = heuristic), ``prefix_bm`` (0 = heuristic), ``splits`` (suffix
-  splits, 0 = heuristic).
+  splits, 0 = heuristic), ``block_n, warps, stages`` (the suffix phase's tile; empty or 0 = the
+  mode's default).
 
 ``us`` is the chosen candidate's time, ``fallback_us`` the untuned heuristic's at the same point.
 A query takes the row of the same G (else the nearest G) nearest in log2 batch and log2 context
@@ -51,6 +52,8 @@ class SharedChoice:
     prefix_splits: int = 0
     prefix_bm: int = 0
     suffix_splits: int = 0
+    #: the suffix phase's (tokens a tile, warps, stages); None: the mode's default
+    suffix_tile: tuple[int, int, int] | None = None
 
 
 def gpu_slug(device_name: str) -> str:
@@ -103,8 +106,9 @@ class KernelTable:
                           + _dist(int(r["suffix"]) + 16, suffix + 16))
         if r is None:
             return None
+        tile = tuple(int(r.get(k) or 0) for k in ("block_n", "warps", "stages"))
         return SharedChoice(r["mode"], int(r["prefix_splits"] or 0), int(r["prefix_bm"] or 0),
-                            int(r["splits"] or 0))
+                            int(r["splits"] or 0), tile if all(tile) else None)
 
 
 @cache

@@ -126,6 +126,24 @@ def test_shared_auto_uses_tuned_cascade(table):
     _check(out, lse, *ref_shared_prefix_decode(*args))
 
 
+def test_shared_auto_uses_tuned_suffix_tile(table, monkeypatch):
+    """A shared row with a suffix tile: the lookup returns it, mode "auto" launches the suffix
+    phase with it (an explicit argument still wins), and the answer is the reference's."""
+    table([_row("shared", 4, 3, 100, suffix=32, mode="concurrent", block_n=32, warps=2,
+                stages=2)])
+    assert tuning_table.table_for("cpu").shared(4, 3, 100, 32).suffix_tile == (32, 2, 2)
+    import parrotsim.kernels.shared_prefix_decode as spd
+    launched = []
+    real = spd.launch_decode
+    monkeypatch.setattr(spd, "launch_decode", lambda *a, **kw: (
+        launched.append((kw["block_n"], kw["num_warps"], kw["num_stages"])), real(*a, **kw))[1])
+    args = _shared_case(4, 100, [20, 0, 33], 11)
+    out, lse = shared_prefix_decode_attention(*args)
+    _check(out, lse, *ref_shared_prefix_decode(*args))
+    shared_prefix_decode_attention(*args, suffix_warps=4)
+    assert launched == [(32, 2, 2), (32, 4, 2)]
+
+
 @pytest.mark.parametrize("group,stages", [(1, 1), (4, 3), (8, 1)])
 def test_vllm014_no_split(group, stages):
     gen = torch.Generator().manual_seed(30 + group)
