@@ -134,8 +134,7 @@ def tune_shared(timer, kv: RandomKV, table: KernelTable, g: int, b: int, p: int,
     res = _best(timer, cands, reps)
     best = min(res, key=res.get)
     heur = "paged" if b == 1 else "fused" if b * g <= 32 else "concurrent"
-    tile = dict(zip(("block_n", "warps", "stages"), best[3], strict=True)) \
-        if best[3] != NO_TILE else {}
+    tile = dict(zip(("block_n", "warps", "stages"), best[3], strict=True))  # 0s: default
     return {"kernel": "shared", "G": g, "batch": b, "context": p, "suffix": s, "splits": 0,
             "mode": best[0], "prefix_splits": best[1], "prefix_bm": best[2], **tile,
             "us": round(res[best], 2),
