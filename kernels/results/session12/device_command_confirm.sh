@@ -13,5 +13,5 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . > $R/install.log 2
 stamp installed; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv > $R/smi.txt
 timeout 200 python3 -m parrotsim.kernels.bench_cascade_overlap --out $R/confirm --grid confirm --budget-s 150 > $R/confirm.log 2>&1
 stamp "bench_cascade_overlap confirm rc=$?"
-timeout 330 python3 -m parrotsim.kernels.tune --out $R/h200_kernels.csv --budget-s 280 > $R/tune.log 2>&1
+timeout 260 python3 -m parrotsim.kernels.tune --out $R/h200_kernels.csv --budget-s 200 > $R/tune.log 2>&1
 stamp "tune rc=$?"
