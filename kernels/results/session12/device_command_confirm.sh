@@ -11,7 +11,7 @@ finish() { stamp done; tar czf $OUT/gpu3.tar.gz -C $OUT r; }
 trap finish EXIT
 python3 -m pip install -q --no-deps --no-build-isolation -e . > $R/install.log 2>&1
 stamp installed; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv > $R/smi.txt
-timeout 200 python3 -m parrotsim.kernels.bench_cascade_overlap --out $R/confirm --grid confirm --budget-s 150 > $R/confirm.log 2>&1
+timeout 150 python3 -m parrotsim.kernels.bench_cascade_overlap --out $R/confirm --grid confirm --budget-s 100 > $R/confirm.log 2>&1
 stamp "bench_cascade_overlap confirm rc=$?"
-timeout 260 python3 -m parrotsim.kernels.tune --out $R/h200_kernels.csv --budget-s 200 > $R/tune.log 2>&1
+timeout 200 python3 -m parrotsim.kernels.tune --out $R/h200_kernels.csv --budget-s 150 > $R/tune.log 2>&1
 stamp "tune rc=$?"
