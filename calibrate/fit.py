@@ -228,7 +228,7 @@ def raw_path(raw_dir: Path, out: Path | None) -> str:
 
 def _environment(env: dict, raw_dir: str, skipped: list[str]) -> dict[str, str]:
     keep = ("gpu", "gpu_memory_gib", "sms", "torch", "triton", "cuda", "python", "nvidia_smi",
-            "date", "quick", "command", "model_kv_pages", "max_memory_gib")
+            "date", "quick", "command", "model_kv_pages", "max_memory_gib", "kernel_table")
     out = {k: str(env[k]) for k in keep if k in env}
     if "ceilings" in env:
         c = env["ceilings"]

@@ -4,8 +4,8 @@
 
 writes ``RAW_DIR/raw.csv`` (one row per grid point, appended as it is measured, so a run cut
 short still leaves its data) and ``RAW_DIR/env.json`` (GPU, memory, library versions, date,
-grids, bandwidth and GEMM rate measured in the same run, seconds per section; with
-``--quick`` too). It needs torch, triton and ``kernels/`` but
+the kernels' tuning table, grids, bandwidth and GEMM rate measured in the same run, seconds per
+section; with ``--quick`` too). It needs torch, triton and ``kernels/`` but
 neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
 (or ``parrotsim calibrate --fit-from RAW_DIR``).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import hashlib
 import json
 import platform
 import subprocess
@@ -33,6 +34,7 @@ from parrotsim.calibrate.timing import StatTimer
 from parrotsim.kernels.bench_util import measure_ceilings
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
 from parrotsim.kernels.llama_batch import PAGE_SIZE
+from parrotsim.kernels.tuning_table import table_path
 
 GIB = 1 << 30
 
@@ -55,7 +57,19 @@ def environment(dev: torch.device, model: str, quick: bool) -> dict:
         "linear": grids.linear_grid(quick), "paged": grids.paged_grid(quick),
         "shared": grids.shared_grid(quick), "paged_shared": grids.shared_grid(quick),
         "prefill": grids.prefill_grid(quick)}
+    env["kernel_table"] = kernel_table_note(props.name)
     return env
+
+
+def kernel_table_note(device_name: str) -> str:
+    """Which tuning table the kernels choose splits and tiles from on this GPU: its path, rows
+    and the first 12 hex digits of its sha256, or that there is none (the built-in heuristics)."""
+    path = table_path(device_name)
+    if not path.is_file():
+        return f"none ({path} absent: built-in split and tile heuristics)"
+    data = path.read_bytes()
+    rows = max(data.count(b"\n") - 1, 0)
+    return f"{path.name}, {rows} rows, sha256 {hashlib.sha256(data).hexdigest()[:12]}"
 
 
 def model_pages(cfg: LlamaConfig, quick: bool, reserve_gib: float = 14.0) -> int:

@@ -83,6 +83,22 @@ def test_no_table_keeps_heuristics(monkeypatch, tmp_path):
     assert tuning_table.gpu_slug("NVIDIA H200") == "h200"
 
 
+def test_calibration_records_the_table(table, monkeypatch, tmp_path):
+    """The calibration's env.json names the table its kernels chose from (rows, sha256), or
+    that there was none."""
+    import hashlib
+
+    from parrotsim.calibrate.measure import kernel_table_note
+
+    table([_row("paged", 1, 1, 512, splits=8, block_n=64, warps=4, stages=3),
+           _row("paged", 4, 64, 8192, splits=2, block_n=128, warps=4, stages=2)])
+    path = tmp_path / "cpu_kernels.csv"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    assert kernel_table_note("cpu") == f"cpu_kernels.csv, 2 rows, sha256 {digest}"
+    monkeypatch.setenv(tuning_table.ENV_VAR, str(tmp_path / "missing.csv"))
+    assert kernel_table_note("cpu").startswith("none (")
+
+
 @pytest.mark.parametrize("group", [1, 4, 8])
 def test_paged_with_tuned_splits_and_tile(table, group):
     table([_row("paged", group, 6, 160, splits=3, block_n=32, warps=2, stages=2)])
