@@ -1,5 +1,6 @@
 """Build the report: run each figure's experiment through the results store, derive the tidy
-rows, draw the figures and write ``figures.csv``, ``claims.csv`` and ``index.html``.
+rows, draw the figures and write ``figures.csv``, ``claims.csv``, ``ground_truth.csv`` (with
+its plot: the runs set against the artifact's printed ones) and ``index.html``.
 
 Results are cached in ``OUT/results/<experiment>/`` (a re-run only simulates what is missing).
 ``profile`` swaps the hardware of every run: a profile family such as ``h200`` turns
@@ -20,7 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from parrotsim.reports import claims as claims_mod
+from parrotsim.reports import ground_truth
 from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows, panel_runs
+from parrotsim.reports.ground_truth_plot import draw_parity
 from parrotsim.reports.html import page
 from parrotsim.reports.plot import draw
 from parrotsim.reports.spec import FIGURES, PANELS, Panel
@@ -106,11 +109,28 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     claims = claims[claims["figure"].isin(wanted)]
     write_atomic(out / "figures.csv", tidy.to_csv(index=False))
     write_atomic(out / "claims.csv", claims.to_csv(index=False))
+    truth = check_ground_truth(figures_of.summaries, profile, out)
     elapsed = time.perf_counter() - start
     setups = [(f, next(p.setup for p in panels if p.figure == f and p.setup)) for f in wanted]
     write_atomic(out / "index.html", page(setups, claims, profile_note(profile),
-                                          f"Built in {elapsed:.0f} s."))
+                                          f"Built in {elapsed:.0f} s.", truth))
     return claims
+
+
+def check_ground_truth(summaries: dict[str, pd.DataFrame], profile: str | None,
+                       out: Path) -> pd.DataFrame | None:
+    """The simulated runs against the artifact's printed ones
+    (:mod:`parrotsim.reports.ground_truth`): writes ``ground_truth.csv`` and
+    ``ground_truth.png`` and returns the table; ``None`` under another ``profile`` family
+    (those runs were on the paper's GPUs) or when none of the figures has printed runs."""
+    if profile:
+        return None
+    table = ground_truth.compare(summaries)
+    if table.empty:
+        return None
+    write_atomic(out / "ground_truth.csv", table.to_csv(index=False))
+    draw_parity(table, out / "ground_truth.png")
+    return table
 
 
 def profile_note(profile: str | None) -> str:
@@ -139,9 +159,11 @@ class _FigureDrawer:
             wanted, panels, names, sweeps, out)
         self.rows: dict[int, list[dict]] = {}
         self.runs: dict[int, list[dict]] = {}
+        self.summaries: dict[str, pd.DataFrame] = {}  # experiment name (paper/ stripped) -> runs
 
     def experiment_done(self, index: int, summary: pd.DataFrame) -> None:
         name, results = self.names[index], self.sweeps[index].out
+        self.summaries[name] = summary
         for i, p in enumerate(self.panels):
             if p.experiment == name:
                 self.rows[i] = panel_rows(p, summary, results)

@@ -52,7 +52,8 @@ def test_wheel_installs_only_the_parrotsim_namespace_and_its_data(wheel):
     for data in ["parrotsim/experiments/paper/fig11.yaml", "parrotsim/experiments/example_sweep.yaml",
                  "parrotsim/calibrate/profiles/a100-80gb_llama-13b.yaml",
                  "parrotsim/calibrate/profiles/h200_llama-7b.forward.csv",
-                 "parrotsim/workloads/data/arxiv_chunks.csv", "parrotsim/sim/model/data/rtt_ms.csv"]:
+                 "parrotsim/workloads/data/arxiv_chunks.csv", "parrotsim/sim/model/data/rtt_ms.csv",
+                 "parrotsim/calibrate/measurements/artifact_runs/fig19_runs.csv"]:
         assert data in names
 
 
@@ -66,6 +67,7 @@ def test_every_command_runs_from_outside_the_checkout(venv, tmp_path):
                  "--jobs", "2")
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "rep" / "fig14a.png").is_file()
+    assert (tmp_path / "rep" / "ground_truth.csv").is_file()  # the artifact's runs ship too
     sweep = run(venv, tmp_path, "run", "example_sweep", "--out", "ex", "-q", "--jobs", "2")
     assert sweep.returncode == 0, sweep.stderr
     assert (tmp_path / "ex" / "summary.csv").is_file()

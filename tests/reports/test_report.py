@@ -28,6 +28,11 @@ def test_one_figure_end_to_end(tmp_path):
     misses = written[written["within_15pct"].astype(str) == "False"]
     assert (misses["why"] != "").all()  # every claim outside 15 % says why (or that it's unknown)
     assert "<th>direction</th>" in page and "<th>why</th>" in page
+    # the runs against the artifact's printed ones: Fig 15's 10 points
+    truth = pd.read_csv(tmp_path / "ground_truth.csv")
+    assert len(truth) == 10 and set(truth["figure"]) == {"fig15"}
+    assert (tmp_path / "ground_truth.png").stat().st_size > 10_000
+    assert "Against the artifact's own runs" in page and "Of 10 printed points" in page
     # a second build reads every run from the store
     again = build_report(tmp_path, ["fig15"], jobs=1, progress=False)
     pd.testing.assert_frame_equal(claims.reset_index(drop=True), again.reset_index(drop=True))

@@ -1,0 +1,73 @@
+"""The report against the artifact's printed runs: matching on a small hand-built case."""
+
+import pandas as pd
+import pytest
+
+from parrotsim.reports import ground_truth as gt
+from parrotsim.reports.html import ground_truth_section
+
+
+def _summary(rows):
+    return pd.DataFrame(rows)
+
+
+def test_printed_points_meet_the_mean_of_their_simulated_runs(tmp_path):
+    # Fig 18's table: two systems, two file counts; Fig 14's: repeated rows per document
+    pd.DataFrame({"system": ["parrot", "parrot", "baseline_throughput"],
+                  "files": [4, 8, 4], "jct_s": [100.0, 200.0, 50.0],
+                  "source": "x"}).to_csv(tmp_path / "fig18_jct.csv", index=False)
+    pd.DataFrame({"system": ["parrot"] * 2, "doc": [0, 1], "chunk_size": [1024] * 2,
+                  "output_len": [25] * 2, "jct_s": [10.0, 14.0], "source": "x"}).to_csv(
+        tmp_path / "fig14_output_len.csv", index=False)
+    summaries = {
+        "fig18": _summary([
+            {"variant": "parrot", "workload.files": 4, "seed": 0, "status": "ok", "mean_jct": 90.0},
+            {"variant": "parrot", "workload.files": 4, "seed": 1, "status": "ok", "mean_jct": 120.0},
+            {"variant": "parrot", "workload.files": 8, "seed": 0, "status": "error",
+             "mean_jct": 1.0},  # a failed run is no evidence: the point is left out
+            {"variant": "baseline_throughput", "workload.files": 4, "seed": 0, "status": "ok",
+             "mean_jct": 40.0}]),
+        "fig14": _summary([  # only chunk 1024 is compared
+            {"variant": "parrot", "workload.output_len": 25, "workload.chunk_size": 1024,
+             "status": "ok", "mean_jct": 12.0 + d, "workload.docs": f"[{d}]"} for d in (-1, 1)]
+            + [{"variant": "parrot", "workload.output_len": 25, "workload.chunk_size": 512,
+                "status": "ok", "mean_jct": 99.0, "workload.docs": "[0]"}]),
+    }
+    table = gt.compare(summaries, tmp_path).set_index(["figure", "series", "setting"])
+    assert list(gt.compare(summaries, tmp_path).columns) == gt.COLUMNS
+    assert len(table) == 3
+    parrot4 = table.loc[("fig18", "parrot", "files 4")]
+    assert parrot4["real"] == 100.0 and parrot4["simulated"] == 105.0
+    assert parrot4["error_pct"] == pytest.approx(5.0) and parrot4["sim_runs"] == 2
+    assert table.loc[("fig18", "baseline_throughput", "files 4"), "error_pct"] == pytest.approx(-20)
+    fig14 = table.loc[("fig14", "parrot", "output_len 25")]
+    assert fig14["real"] == 12.0 and fig14["simulated"] == 12.0 and fig14["error_pct"] == 0.0
+    per = gt.by_figure(gt.compare(summaries, tmp_path)).set_index("figure")
+    assert per.loc["fig18", "points"] == 2 and per.loc["fig18", "worst_pct"] == pytest.approx(-20)
+    assert per.loc["fig18", "within_10pct"] == 1 and per.loc["fig14", "within_10pct"] == 1
+    html = "\n".join(ground_truth_section(gt.compare(summaries, tmp_path)))
+    assert "Of 3 printed points, 2 are simulated within 10 %" in html
+    assert "ground_truth.png" in html and "ground_truth.csv" in html
+
+
+def test_no_printed_tables_no_comparison(tmp_path):
+    summary = _summary([{"variant": "parrot", "workload.files": 4, "status": "ok",
+                         "mean_jct": 1.0}])
+    assert gt.compare({"fig18": summary}, tmp_path).empty
+    assert gt.compare({"fig11": summary}).empty  # a figure without printed runs
+
+
+def test_fig19_compares_the_artifact_campaign_only(tmp_path):
+    pd.DataFrame({"system": ["parrot"] * 3, "run": [1, 2, 1],
+                  "campaign": ["artifact", "artifact", "paper"],
+                  "chat_normalized_latency_ms": [100.0, 140.0, 999.0],
+                  "chat_decode_time_ms": [40.0, 40.0, 999.0], "mr_jct_s": [20.0, 30.0, 999.0],
+                  "source": "x"}).to_csv(tmp_path / "fig19_runs.csv", index=False)
+    summary = _summary([{"variant": "parrot", "seed": s, "status": "ok",
+                         "chat_normalized_latency": 60.0, "chat_decode_time": 30.0,
+                         "mean_jct_map_reduce": 12.5 + s} for s in (0, 1)])
+    table = gt.compare({"fig19": summary}, tmp_path).set_index("metric")
+    assert table.loc["chat_normalized_latency", "real"] == 120.0
+    assert table.loc["chat_normalized_latency", "error_pct"] == pytest.approx(-50.0)
+    assert table.loc["mean_jct_map_reduce", "simulated"] == 13.0
+    assert set(table["gpu"]) == {gt.A6000} and set(table["sim_runs"]) == {2}
