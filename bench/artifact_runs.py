@@ -4,49 +4,41 @@
                                    [--parrot-per-seq-s S] [--set PATH=VALUE ...]
 
 Simulates the shipped paper experiments and prints, next to the numbers the ParrotServe runs
-printed (``calibrate/measurements/artifact_runs``), the simulated value and its signed error:
+printed (``calibrate/measurements/artifact_runs``), the simulated value and its signed error,
+point by point, then the median |error| per figure and over all points. The points and their
+matching are the report's (:mod:`parrotsim.reports.ground_truth`, the report's "Against the
+artifact's own runs" section); this script adds the what-ifs the report does not run:
 
-* Fig 14a (one A100-80GB, LLaMA-13B, map-reduce at chunk 1024): each system's mean JCT over the
-  10 documents at each output length, the artifact's re-run;
-* Fig 15 (one A100-80GB, LLaMA-7B, Bing Copilot): each system's mean request latency at each
-  batch size, the artifact's re-run (the mean of its printed per-request times);
-* Fig 16 (the same, every request generating a fixed output): each system's mean request
-  latency at batch 32 (all 288 prompts) and 64 (one wave of 64), the artifact's re-run (its
-  loop's wall time over the waves of requests it ran);
-* Fig 18 (one A100-80GB, LLaMA-13B): each system's time for the 10 MetaGPT rounds at 4, 8,
-  12 and 16 files, the artifact's re-run;
+* Fig 19 also against the ``paper`` campaign (the 5 runs behind the paper's bars), beside the
+  artifact's re-run, over the experiment's first ``--fig19-seeds`` seeds;
+* ``--artifact-kernels`` runs the kernels the artifact ran (``cluster.paged_kernel: vllm_0_1_4``
+  everywhere, ``cluster.kernel: parrot_2023`` where the experiment has ``shared_prefix``);
+* ``--parrot-per-seq-s S`` gives Parrot's engine a host cost of S seconds per sequence per
+  iteration (``runtimes.parrot.overhead_per_seq_s`` of a copy of the A6000 profile);
+* ``--set PATH=VALUE`` overrides a run config field (dotted path under the run; repeatable).
 
-* Fig 17: each system's mean normalized latency (ms per output token) at every request rate
-  the artifact ran that the experiment sweeps;
-* Fig 19: each system's chat normalized latency, chat decode time and map-reduce JCT, the
-  simulated mean over the experiment's first ``--fig19-seeds`` seeds against the mean of each
-  campaign's 5 runs (``paper``: the runs behind the paper's bars; ``artifact``: its re-run).
-
-``--artifact-kernels`` runs the kernels the artifact ran (``cluster.paged_kernel: vllm_0_1_4``
-everywhere, ``cluster.kernel: parrot_2023`` where the experiment has ``shared_prefix``);
-``--parrot-per-seq-s S`` gives Parrot's engine a host cost of S seconds per sequence per iteration
-(``runtimes.parrot.overhead_per_seq_s`` of a copy of the A6000 profile; a what-if, not shipped);
-``--set PATH=VALUE`` overrides a run config field (dotted path under the run; repeatable).
-Nothing is fitted: these are held-out measurements.
+Only the runs a printed point needs are simulated (Fig 14 at chunk 1024). Nothing is fitted:
+these are held-out measurements.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from ruamel.yaml import YAML
 
 from parrotsim.api import RunConfig, load_experiment, simulate
+from parrotsim.reports import ground_truth as gt
 from parrotsim.sim.harness.config import era_kernel_fields
 from parrotsim.sim.model.profile import shipped_profiles
 
-DATA = Path(__file__).resolve().parents[1] / "calibrate" / "measurements" / "artifact_runs"
-FIG19_METRICS = {"chat_normalized_latency_ms": "chat_normalized_latency",
-                 "chat_decode_time_ms": "chat_decode_time", "mr_jct_s": "mean_jct_map_reduce"}
+#: Fig 19 against the runs behind the paper's bars too (the report compares the re-run only)
+PAPER_CAMPAIGN = dataclasses.replace(next(s for s in gt.SOURCES if s.figure == "fig19"),
+                                     figure="fig19 (paper's runs)", where={"campaign": "paper"})
 
 
 def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> RunConfig:
@@ -61,92 +53,22 @@ def _config(run, overrides: list[tuple[list[str], str]], era: bool = False) -> R
     return RunConfig.model_validate(data)
 
 
-def compare(title: str, experiment: str, want: dict[tuple[str, float], float], axis: str,
-            metric: str, overrides, era: bool, keep=lambda run: True) -> None:
-    """Print, per (variant, ``axis`` value) in ``want``, the real value, the simulated
-    ``metric`` (the mean over the experiment's matching runs) and the signed error."""
-    sims: dict[tuple[str, float], list[float]] = {}
-    for run in load_experiment(experiment).runs:
-        key = (run.labels["variant"], float(run.labels[axis]))
-        if key in want and keep(run):
-            sims.setdefault(key, []).append(
-                simulate(_config(run, overrides, era)).summary[metric])
-    print(title)
-    for key in sorted(sims):
-        sim, real = float(np.mean(sims[key])), want[key]
-        print(f"  {key[0]:24s} {axis.split('.')[-1]} {key[1]:6g}  real {real:8.2f}  "
-              f"sim {sim:8.2f}  {100 * (sim / real - 1):+6.1f} %")
-
-
-def fig14(overrides, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig14_output_len.csv")
-    want = {(s, float(o)): v
-            for (s, o), v in real.groupby(["system", "output_len"])["jct_s"].mean().items()}
-    compare("Fig 14a, map-reduce JCT at chunk 1024, mean of 10 documents (s): re-run vs "
-            "simulated", "paper/fig14", want, "workload.output_len", "mean_jct", overrides, era,
-            keep=lambda run: int(run.labels["workload.chunk_size"]) == 1024)
-
-
-def fig15(overrides, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig15_latency.csv")
-    compare("Fig 15, Bing mean request latency (s): artifact re-run vs simulated",
-            "paper/fig15", {(r.system, float(r.batch)): r.mean_latency_s
-                            for r in real.itertuples()},
-            "cluster.scheduler.slots", "mean_slot_latency", overrides, era)
-
-
-def fig16(overrides, era: bool) -> None:
-    """Fig 16's re-run: at batch 32 the 288 prompts in file order (9 waves of 32 requests); at
-    batch 64 one wave of the first 64 shuffled prompts (the experiment runs both so)."""
-    real = pd.read_csv(DATA / "fig16_runs.csv")
-    want = {(r.system, int(r.batch), int(r.output_len)): r.mean_latency_s
-            for r in real.itertuples()}
-    print("Fig 16, Bing mean request latency (s), fixed output: artifact re-run vs simulated")
-    for run in load_experiment("paper/fig16").runs:
-        batch = int(run.labels["cluster.scheduler.slots"])
-        key = (run.labels["variant"], batch, int(run.labels["workload.output_len"]))
-        if key not in want:
-            continue
-        sim = simulate(_config(run, overrides, era)).summary["mean_slot_latency"]
-        print(f"  {key[0]:24s} slots {batch:3d} output {key[2]:4d}  real {want[key]:8.2f}  "
-              f"sim {sim:8.2f}  {100 * (sim / want[key] - 1):+6.1f} %")
-
-
-def fig17(overrides, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig17_normalized_latency.csv")
-    compare("Fig 17, normalized latency (ms/token): artifact re-run vs simulated",
-            "paper/fig17", {(r.series, float(r.rate)): r.normalized_latency_ms
-                            for r in real.itertuples()},
-            "workload.rate", "normalized_latency", overrides, era)
-
-
-def fig18(overrides, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig18_jct.csv")
-    compare("Fig 18, MetaGPT time for 10 rounds (s): artifact re-run vs simulated",
-            "paper/fig18", {(r.system, float(r.files)): r.jct_s for r in real.itertuples()},
-            "workload.files", "mean_jct", overrides, era)
-
-
-def fig19(overrides, seeds: int, era: bool) -> None:
-    real = pd.read_csv(DATA / "fig19_runs.csv")
-    sims: dict[str, dict[str, list[float]]] = {}
-    for run in load_experiment("paper/fig19").runs:
-        if run.config.seed >= seeds:
-            continue
-        summary = simulate(_config(run, overrides, era)).summary
-        per = sims.setdefault(run.labels["variant"], {k: [] for k in FIG19_METRICS})
-        for column, metric in FIG19_METRICS.items():
-            per[column].append(summary[metric])
-    print(f"Fig 19: mean of 5 real runs per campaign vs simulated mean over {seeds} seeds")
-    for system, per in sims.items():
-        for column in FIG19_METRICS:
-            sim = float(np.mean(per[column]))
-            line = f"  {system:20s} {column:28s} sim {sim:8.2f}"
-            for campaign in ("paper", "artifact"):
-                rows = real[(real.system == system) & (real.campaign == campaign)]
-                value = float(rows[column].mean())
-                line += f" | {campaign} {value:8.2f} ({100 * (sim / value - 1):+5.0f} %)"
-            print(line)
+def summaries(overrides, era: bool, fig19_seeds: int) -> dict[str, pd.DataFrame]:
+    """Experiment name -> one row per simulated run (its labels and summary), as the report's
+    results store keeps them, for the runs a printed point needs."""
+    out = {}
+    for src in gt.SOURCES:
+        rows = []
+        for run in load_experiment(f"paper/{src.experiment}").runs:
+            labels = dict(run.labels)
+            if any(labels.get(k) != v for k, v in src.sim_where.items()):
+                continue
+            if src.figure == "fig19" and run.config.seed >= fig19_seeds:
+                continue
+            result = simulate(_config(run, overrides, era))
+            rows.append({**labels, "seed": run.config.seed, "status": "ok", **result.summary})
+        out[src.experiment] = pd.DataFrame(rows)
+    return out
 
 
 def per_seq_profile(seconds: float, folder: Path) -> str:
@@ -159,6 +81,15 @@ def per_seq_profile(seconds: float, folder: Path) -> str:
     with path.open("w") as f:
         yaml.dump(data, f)
     return str(path)
+
+
+def show(table: pd.DataFrame) -> None:
+    for figure, rows in table.groupby("figure", sort=False):
+        print(f"{figure} ({rows['gpu'].iloc[0]}): printed run vs simulated")
+        for r in rows.itertuples(index=False):
+            print(f"  {r.series:24s} {r.setting:26s} {r.metric:24s} real {r.real:8.2f}  "
+                  f"sim {r.simulated:8.2f}  {r.error_pct:+6.1f} %")
+    print(gt.by_figure(table).to_string(index=False, float_format="%.1f"))
 
 
 def main() -> None:
@@ -178,12 +109,15 @@ def main() -> None:
         if args.parrot_per_seq_s is not None:
             overrides.append((["cluster", "profile"], per_seq_profile(args.parrot_per_seq_s,
                                                                       Path(tmp))))
-        fig14(overrides, args.artifact_kernels)
-        fig15(overrides, args.artifact_kernels)
-        fig16(overrides, args.artifact_kernels)
-        fig17(overrides, args.artifact_kernels)
-        fig18(overrides, args.artifact_kernels)
-        fig19(overrides, args.fig19_seeds, args.artifact_kernels)
+        runs = summaries(overrides, args.artifact_kernels, args.fig19_seeds)
+    table = gt.compare(runs)
+    show(table)
+    err = table["error_pct"].abs()
+    print(f"all {len(table)} points: median |error| {err.median():.2f} %, "
+          f"{int((err <= 10).sum())} within 10 %")
+    paper = pd.DataFrame(gt.compare_source(PAPER_CAMPAIGN, pd.read_csv(
+        gt.DATA_DIR / PAPER_CAMPAIGN.file), runs["fig19"]), columns=gt.COLUMNS)
+    show(paper)
 
 
 if __name__ == "__main__":
