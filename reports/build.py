@@ -26,6 +26,7 @@ from parrotsim.reports.derive import TIDY_COLUMNS, panel_rows, panel_runs
 from parrotsim.reports.ground_truth_plot import draw_parity
 from parrotsim.reports.html import page
 from parrotsim.reports.plot import draw
+from parrotsim.reports.rerun_claims import rerun_claims
 from parrotsim.reports.spec import FIGURES, PANELS, Panel
 from parrotsim.sim.harness.backends import default_jobs, make_backend
 from parrotsim.sim.harness.experiment import experiment_from_data, load_experiment
@@ -105,11 +106,11 @@ def build_report(out: Path, figures: list[str] | None = None, profile: str | Non
     tidy = pd.DataFrame([row for i in range(len(panels)) for row in figures_of.rows[i]],
                         columns=TIDY_COLUMNS)
     per_run = [row for i in range(len(panels)) for row in figures_of.runs[i]]
-    claims = claims_mod.evaluate(tidy, pd.DataFrame(per_run))
+    truth = check_ground_truth(figures_of.summaries, profile, out)
+    claims = claims_mod.evaluate(tidy, pd.DataFrame(per_run), rerun_claims(truth))
     claims = claims[claims["figure"].isin(wanted)]
     write_atomic(out / "figures.csv", tidy.to_csv(index=False))
     write_atomic(out / "claims.csv", claims.to_csv(index=False))
-    truth = check_ground_truth(figures_of.summaries, profile, out)
     elapsed = time.perf_counter() - start
     setups = [(f, next(p.setup for p in panels if p.figure == f and p.setup)) for f in wanted]
     write_atomic(out / "index.html", page(setups, claims, profile_note(profile),

@@ -5,7 +5,8 @@ many times lower Parrot's latency is, or how many times higher its sustainable r
 ``slower`` is then the series with the higher rate). A simulated value within 15 % of the
 paper's counts as reproduced. Columns of the table:
 
-* ``simulated``: the ratio; ``bound``: ``lower``/``upper`` when it is only a bound (a Fig 17
+* ``simulated``: the ratio; ``rerun``: the same ratio in the artifact's own printed re-run
+  (:mod:`parrotsim.reports.rerun_claims`; empty where it did not run both systems); ``bound``: ``lower``/``upper`` when it is only a bound (a Fig 17
   series that never crossed the latency threshold, or ran out of KV blocks first), else empty;
   a bound never counts as within 15 %. Two lower bounds give a ratio only when the faster
   series ran out of KV blocks: its rate is then below the rate where it did.
@@ -33,8 +34,8 @@ from parrotsim.reports.derive import RATE_LOWER_BOUND, RATE_UPPER_BOUND, SUSTAIN
 from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, SPREAD_QUANTILES
 
 TOLERANCE = 0.15
-CLAIM_COLUMNS = ["id", "figure", "claim", "paper", "simulated", "bound", "within_15pct",
-                 "direction_ok", "note", "why"]
+CLAIM_COLUMNS = ["id", "figure", "claim", "paper", "simulated", "rerun", "bound",
+                 "within_15pct", "direction_ok", "note", "why"]
 
 
 @dataclass(frozen=True)
@@ -237,10 +238,13 @@ def fill(text: str, tidy: pd.DataFrame, claim: Claim) -> str:
     return _PLACEHOLDER.sub(one, text)
 
 
-def evaluate(tidy: pd.DataFrame, per_run: pd.DataFrame | None = None) -> pd.DataFrame:
+def evaluate(tidy: pd.DataFrame, per_run: pd.DataFrame | None = None,
+             rerun: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per claim (``CLAIM_COLUMNS``): paper and simulated ratio, bound, within 15 %,
     direction, computed notes and the why of a miss. ``per_run``: the per-seed values of the
-    ``spread`` panels (``derive.panel_runs``), for the spread of Fig 19's per-seed ratios."""
+    ``spread`` panels (``derive.panel_runs``), for the spread of Fig 19's per-seed ratios;
+    ``rerun``: claim id -> the ratio in the artifact's printed re-run, where it has one."""
+    rerun = rerun or {}
     rows = []
     lo_q, hi_q = SPREAD_QUANTILES
     for c in CLAIMS:
@@ -316,12 +320,17 @@ def evaluate(tidy: pd.DataFrame, per_run: pd.DataFrame | None = None) -> pd.Data
         ok, lean = direction(c.paper, sim, bound)
         if lean:
             notes.append(lean)
+        again = float(rerun.get(c.id, np.nan))
+        if np.isfinite(again) and not direction(c.paper, again)[0]:
+            notes.append(f"the artifact's own re-run gives {again:.2f}x: it too points the "
+                         "other way from the paper")
         why = ""
         if not within or not ok:
             parts = causes + ([fill(NOTES[c.id], tidy, c)] if c.id in NOTES else [])
             why = "; ".join(parts) if parts else NOT_EXPLAINED
         rows.append({"id": c.id, "figure": c.figure, "claim": c.text, "paper": c.paper,
-                     "simulated": round(sim, 3) if finite else np.nan, "bound": bound,
+                     "simulated": round(sim, 3) if finite else np.nan,
+                     "rerun": round(again, 3) if np.isfinite(again) else np.nan, "bound": bound,
                      "within_15pct": within, "direction_ok": ok,
                      "note": "; ".join(dict.fromkeys(notes)), "why": why})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
