@@ -90,8 +90,10 @@ def ground_truth_section(truth: pd.DataFrame) -> list[str]:
         "<table><tr><th>figure</th><th>GPU</th><th>points</th><th>median |error|</th>"
         "<th>within 10 %</th><th>worst</th></tr>",
     ]
+    anchors = {"fig14": "fig14a", "fig16": "fig16a", "fig18": "fig18a"}  # their first panel
     for row in by_figure(truth).itertuples(index=False):
-        parts.append(f"<tr><td><a href='#{row.figure}'>{row.figure}</a></td><td>{row.gpu}</td>"
+        anchor = anchors.get(row.figure, row.figure)
+        parts.append(f"<tr><td><a href='#{anchor}'>{row.figure}</a></td><td>{row.gpu}</td>"
                      f"<td>{row.points}</td><td>{row.median_abs_error_pct:.1f} %</td>"
                      f"<td>{row.within_10pct}</td><td>{row.worst_pct:+.0f} %</td></tr>")
     parts.append("</table><p>Every point: <a href='ground_truth.csv'>ground_truth.csv</a> "
