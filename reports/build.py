@@ -123,11 +123,12 @@ def check_ground_truth(summaries: dict[str, pd.DataFrame], profile: str | None,
     """The simulated runs against the artifact's printed ones
     (:mod:`parrotsim.reports.ground_truth`): writes ``ground_truth.csv`` and
     ``ground_truth.png`` and returns the table; ``None`` under another ``profile`` family
-    (those runs were on the paper's GPUs) or when none of the figures has printed runs."""
-    if profile:
-        return None
-    table = ground_truth.compare(summaries)
-    if table.empty:
+    (those runs were on the paper's GPUs) or when none of the figures has printed runs, and
+    then no such files are left from an earlier build in ``out``."""
+    table = None if profile else ground_truth.compare(summaries)
+    if table is None or table.empty:
+        for name in ("ground_truth.csv", "ground_truth.png"):
+            (out / name).unlink(missing_ok=True)
         return None
     write_atomic(out / "ground_truth.csv", table.to_csv(index=False))
     draw_parity(table, out / "ground_truth.png")

@@ -31,6 +31,13 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     with_values = claims.dropna(subset=["simulated"])
     print(claims.to_string(index=False))
+    truth = args.out / "ground_truth.csv"
+    if truth.is_file():
+        import pandas as pd
+
+        err = pd.read_csv(truth)["error_pct"].abs()
+        print(f"\nagainst the artifact's own printed runs: {len(err)} points, median |error| "
+              f"{err.median():.1f} %, {int((err <= 10).sum())} within 10 % ({truth})")
     print(f"\n{int(with_values['within_15pct'].sum())} of {len(claims)} headline claims within "
           f"15 %; report in {args.out}/index.html")
     return 0

@@ -123,3 +123,16 @@ def test_a_rerun_pointing_the_other_way_is_noted():
     assert "the artifact's own re-run gives 0.92x: it too points the other way" in row["note"]
     plain = evaluate(tidy).set_index("id").loc["fig19.mr_vs_throughput"]
     assert np.isnan(plain["rerun"]) and "re-run" not in plain["note"]
+
+
+def test_other_hardware_leaves_no_stale_comparison(tmp_path):
+    """Under another profile family (not the paper's GPUs) nothing is compared, and the files
+    of an earlier build in the same folder go."""
+    from parrotsim.reports.build import check_ground_truth
+
+    for name in ("ground_truth.csv", "ground_truth.png"):
+        (tmp_path / name).write_text("stale")
+    summary = _summary([{"variant": "parrot", "workload.files": 4, "status": "ok",
+                         "mean_jct": 1.0}])
+    assert check_ground_truth({"fig18": summary}, "h200", tmp_path) is None
+    assert not any(tmp_path.iterdir())
