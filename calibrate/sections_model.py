@@ -19,8 +19,10 @@ from parrotsim.kernels.llama import LlamaModel
 from parrotsim.kernels.llama_batch import PAGE_SIZE, SeqChunk, build_batch
 
 
-def linear(model: LlamaModel, timer: StatTimer, quick: bool) -> Iterator[dict]:
-    """All layers without rope, KV cache and attention on T tokens (no embedding, no head)."""
+def linear(model: LlamaModel, timer: StatTimer, quick: bool, grid: list[dict] | None = None
+           ) -> Iterator[dict]:
+    """All layers without rope, KV cache and attention on T tokens (no embedding, no head), at
+    the calibration's token counts or at ``grid`` (``[{"tokens": T}, ...]``)."""
     cfg, dev = model.cfg, model.device
 
     def make(p: dict):
@@ -34,7 +36,7 @@ def linear(model: LlamaModel, timer: StatTimer, quick: bool) -> Iterator[dict]:
             return h
         return fn
 
-    yield from _run(linear_grid(quick), "linear", timer, make, lambda p: f"T={p['tokens']}")
+    yield from _run(grid or linear_grid(quick), "linear", timer, make, lambda p: f"T={p['tokens']}")
 
 
 def _forward_batch(model: LlamaModel, p: dict):

@@ -42,7 +42,7 @@ from parrotsim.kernels import bench_era, bench_shapes, tune
 from parrotsim.kernels.bench_util import CpuTimer, Timer, measure_bandwidth
 from parrotsim.kernels.tuning_table import ENV_VAR
 
-BUDGETS = {"tune": 150.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0, "era_shared": 150.0}
+BUDGETS = {"tune": 330.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0, "era_shared": 150.0}
 GRACE_S = 60.0  # past its budget a part finishes its point; then its process is killed
 RESERVE_S = 15.0  # kept per later part when the total budget runs short
 TINY_SHAPES = "1,4x2x40x0,16;4x3x24x8r"

@@ -40,9 +40,14 @@ from parrotsim.kernels.tuning_table import PAGED_DEFAULT, KernelTable, write_tab
 
 GROUPS = (1, 4, 8)
 # (batches, contexts), each in coarse-first order; points with batch x context > 2^21 skipped
-PAGED_GRID = ((1, 64, 256, 16, 4), (2048, 8192, 512, 16384))
-# (batches, prefixes, suffixes)
-SHARED_GRID = ((64, 4, 256, 16), (6144, 1024), (256, 16))
+# (batches 1 / 7 / 48 / 100 / 200 of issue 18's shapes each have a point within a factor 1.5, and
+# contexts 500 / 3000 / 12000 within 1.5: on the sparser grid a row transferred to a shape twice
+# its size chose up to 24 % slower than the heuristic, on this one up to 15 %,
+# kernels/results/session13 and session14)
+PAGED_GRID = ((1, 64, 256, 16, 4, 8, 32, 128), (2048, 8192, 512, 16384, 4096))
+# (batches, prefixes, suffixes); batch 1 and the 512-token prefix, where the paged kernel over
+# the shared pages wins, so that the table never picks a slower cascade there
+SHARED_GRID = ((64, 4, 256, 16, 1), (6144, 1024, 512), (256, 16))
 TILES = [(128, 4, 2), (128, 8, 3), (64, 4, 4)]
 #: suffix tiles (tokens, warps, stages) tried for mode "concurrent" beside its default: small
 #: tiles leave room on an SM beside a prefix program (kernels/results/session12)
