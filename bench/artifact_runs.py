@@ -112,9 +112,7 @@ def main() -> None:
         runs = summaries(overrides, args.artifact_kernels, args.fig19_seeds)
     table = gt.compare(runs)
     show(table)
-    err = table["error_pct"].abs()
-    print(f"all {len(table)} points: median |error| {err.median():.2f} %, "
-          f"{int((err <= 10).sum())} within 10 %")
+    print(f"all {gt.summary_line(table, digits=2)}")
     paper = pd.DataFrame(gt.compare_source(PAPER_CAMPAIGN, pd.read_csv(
         gt.DATA_DIR / PAPER_CAMPAIGN.file), runs["fig19"]), columns=gt.COLUMNS)
     show(paper)

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from parrotsim.reports.ground_truth import by_figure
+from parrotsim.reports.ground_truth import by_figure, summary
 from parrotsim.reports.spec import title
 
 
@@ -77,13 +77,14 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
 def ground_truth_section(truth: pd.DataFrame) -> list[str]:
     """The 'against the artifact's own runs' section: what it is, the parity plot and a row
     per figure."""
-    err = truth["error_pct"].abs()
+    total = summary(truth)
     parts = [
         "<h2 id='ground-truth'>Against the artifact's own runs</h2>",
         f"<p>The ParrotServe artifact printed its re-runs of Figs 14a-19; none of them is fitted "
-        f"to, so they check the simulator from outside. Of {len(truth)} printed points, "
-        f"{int((err <= 10).sum())} are simulated within 10 % and {int((err <= 25).sum())} within "
-        f"25 %; median |error| {err.median():.1f} %. A negative error means simulated too fast. "
+        f"to, so they check the simulator from outside. Of {total['points']} printed points, "
+        f"{total['within_10pct']} are simulated within 10 % and {total['within_25pct']} within "
+        f"25 %; median |error| {total['median_abs_error_pct']:.1f} %. A negative error means "
+        "simulated too fast. "
         "The A6000 figures (17, 19) rest on a profile projected from the H200 with no fact "
         "measured on that GPU, and are the least certain.</p>",
         "<img src='ground_truth.png' alt='simulated against the artifact runs'>",

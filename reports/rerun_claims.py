@@ -18,6 +18,7 @@ import pandas as pd
 
 from parrotsim.reports.claims import CLAIMS, Claim
 from parrotsim.reports.derive import RATE_CROSSING, SUSTAINABLE_PANEL, crossing_rate
+from parrotsim.reports.spec import PANELS
 
 #: claim figure -> (printed-runs figure, metric, setting of the claim's x)
 WHERE = {
@@ -27,8 +28,8 @@ WHERE = {
     "fig16b": ("fig16", "mean_slot_latency", "batch 64, output_len {x}"),
     "fig18a": ("fig18", "mean_jct", "files {x}"),
 }
-FIG19_METRICS = {"chat normalized latency": "chat_normalized_latency",
-                 "chat decode time": "chat_decode_time", "map-reduce JCT": "mean_jct_map_reduce"}
+#: Fig 19 panel -> its metric (the printed runs use the simulator's metric names)
+FIG19_METRICS = {p.panel: p.metric for p in PANELS if p.figure == "fig19"}
 
 
 def _value(truth: pd.DataFrame, figure: str, series: str, metric: str, setting: str) -> float:

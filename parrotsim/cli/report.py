@@ -35,9 +35,10 @@ def main(args: argparse.Namespace) -> int:
     if truth.is_file():
         import pandas as pd
 
-        err = pd.read_csv(truth)["error_pct"].abs()
-        print(f"\nagainst the artifact's own printed runs: {len(err)} points, median |error| "
-              f"{err.median():.1f} %, {int((err <= 10).sum())} within 10 % ({truth})")
+        from parrotsim.reports.ground_truth import summary_line
+
+        print(f"\nagainst the artifact's own printed runs: "
+              f"{summary_line(pd.read_csv(truth))} ({truth})")
     print(f"\n{int(with_values['within_15pct'].sum())} of {len(claims)} headline claims within "
           f"15 %; report in {args.out}/index.html")
     return 0

@@ -136,3 +136,17 @@ def test_other_hardware_leaves_no_stale_comparison(tmp_path):
                          "mean_jct": 1.0}])
     assert check_ground_truth({"fig18": summary}, "h200", tmp_path) is None
     assert not any(tmp_path.iterdir())
+
+
+def test_summary_counts_and_worst_signed_error():
+    """One summary serves the report's section, the CLI line and bench/artifact_runs.py."""
+    table = pd.DataFrame({"figure": ["fig14"] * 4 + ["fig17"], "gpu": ["A100"] * 4 + ["A6000"],
+                          "error_pct": [-5.0, 9.9, 12.0, -30.0, 25.0]})
+    s = gt.summary(table)
+    assert s["points"] == 5 and s["within_10pct"] == 2 and s["within_25pct"] == 4
+    assert s["median_abs_error_pct"] == pytest.approx(12.0)
+    assert s["worst_pct"] == -30.0  # signed: simulated 30 % too fast
+    assert gt.summary_line(table) == "5 points, median |error| 12.0 %, 2 within 10 %"
+    per = gt.by_figure(table).set_index("figure")
+    assert per.loc["fig14", "points"] == 4 and per.loc["fig14", "worst_pct"] == -30.0
+    assert per.loc["fig17", "within_10pct"] == 0
