@@ -42,6 +42,7 @@ from parrotsim.kernels import bench_era, bench_shapes, tune
 from parrotsim.kernels.bench_util import CpuTimer, Timer, measure_bandwidth
 from parrotsim.kernels.tuning_table import ENV_VAR
 
+# tune: the 207-point grid of tune.py took 130 s on an H100 (kernels/results/session14)
 BUDGETS = {"tune": 330.0, "shapes": 140.0, "era": 55.0, "parrot": 55.0, "era_shared": 150.0}
 GRACE_S = 60.0  # past its budget a part finishes its point; then its process is killed
 RESERVE_S = 15.0  # kept per later part when the total budget runs short
