@@ -7,6 +7,7 @@ from pathlib import Path
 
 from parrotsim.core.errors import UsageError, output_folder
 from parrotsim.reports.build import build_report
+from parrotsim.reports.ground_truth import summary_line
 from parrotsim.sim.harness.runner import check_writable
 
 
@@ -34,8 +35,6 @@ def main(args: argparse.Namespace) -> int:
     truth = args.out / "ground_truth.csv"
     if truth.is_file():
         import pandas as pd
-
-        from parrotsim.reports.ground_truth import summary_line
 
         print(f"\nagainst the artifact's own printed runs: "
               f"{summary_line(pd.read_csv(truth))} ({truth})")

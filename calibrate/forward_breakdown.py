@@ -16,7 +16,7 @@ backend, kernel name, calls and GPU microseconds per forward pass); part ``linea
 tokens to 1,024 and every 64 to 2,048, to see where cuBLAS's tile choice makes it jump. GPU
 only::
 
-    python -m parrotsim.kernels.bench_mixed --model llama3-8b --out DIR [--parts mixed,linear]
+    python -m parrotsim.calibrate.forward_breakdown --model llama3-8b --out DIR [--parts mixed,linear]
 """
 
 from __future__ import annotations
