@@ -4,7 +4,8 @@
 
 reads ``RAW_DIR/raw.csv`` and ``RAW_DIR/env.json`` (written by :mod:`parrotsim.calibrate.measure`) and:
 
-1. ``linear``: the measured linear-part times vs tokens, made non-decreasing;
+1. ``linear``: the measured linear-part times vs tokens, as measured (not made monotone: a
+   count where cuBLAS picks a slow tile costs more than larger ones, :func:`fit_linear`);
 2. ``decode_paged_grid``: one layer's paged kernel times the layers on the measured (batch x
    context) grid (:mod:`parrotsim.calibrate.pagedgrid`), which the cost model uses; and, for tools that
    need one curve, ``decode_paged``: least squares on a piecewise-linear curve in KV tokens
@@ -76,9 +77,11 @@ def _ok(rows: list[dict], section: str) -> list[dict]:
 
 
 def fit_linear(rows: list[dict]) -> Curve:
-    pts = sorted((r["tokens"], r["us_median"] * 1e-6) for r in _ok(rows, "linear"))
-    x = np.array([p[0] for p in pts])
-    return Curve(x=x.tolist(), seconds=cf.isotonic(np.array([p[1] for p in pts])).tolist())
+    """The linear part's median times at the measured token counts, interpolated between them.
+    Not made non-decreasing: pooling a cuBLAS spike (448 tokens slower than 512 on LLaMA-3-8B
+    shapes) with its larger neighbours would misprice both (kernels/results/session14)."""
+    pts = sorted((int(r["tokens"]), r["us_median"] * 1e-6) for r in _ok(rows, "linear"))
+    return Curve(x=[p[0] for p in pts], seconds=[p[1] for p in pts])
 
 
 def fit_paged(rows: list[dict], layers: int, per_sequence: bool = True

@@ -76,3 +76,24 @@ def test_piecewise_and_isotonic():
     assert vals == pytest.approx([1.5, 13.5, 49.5])
     assert extra.size == 0
     assert cf.isotonic(np.array([1.0, 3, 2, 4])).tolist() == [1, 2.5, 2.5, 4]
+
+
+def test_linear_keeps_a_cublas_spike():
+    """A token count where cuBLAS picks a slow tile costs more than larger counts (LLaMA-3-8B,
+    H100: 448 tokens 15.28 ms, 512 12.22 ms, 432 11.23, 464 12.31): the fitted curve keeps it at
+    448 and leaves 432 and 464 alone, where pooling it into a non-decreasing curve would raise
+    512 and lower 448. The full grid measures every 16 tokens, so the spike is one step wide."""
+    from parrotsim.calibrate.fit import fit_linear
+    from parrotsim.calibrate.grids import linear_grid
+
+    ms = {384: 10.06, 400: 10.9, 416: 11.0, 432: 11.23, 448: 15.28, 464: 12.31, 480: 12.37,
+          496: 12.23, 512: 12.22}
+    rows = [{"section": "linear", "status": "ok", "tokens": t, "us_median": 1e3 * v}
+            for t, v in ms.items()]
+    c = fit_linear(rows)
+    at = lambda t: 1e3 * cf.curve_at(t, c.x, c.seconds)  # noqa: E731 - ms
+    assert at(448) == pytest.approx(15.28) and at(512) == pytest.approx(12.22)
+    assert at(432) == pytest.approx(11.23) and at(464) == pytest.approx(12.31)
+    assert at(440) == pytest.approx((11.23 + 15.28) / 2)  # only the step either side
+    steps = np.diff([p["tokens"] for p in linear_grid(False) if 16 <= p["tokens"] <= 1024])
+    assert set(steps) == {16}
