@@ -45,8 +45,8 @@ GROUPS = (1, 4, 8)
 # its size chose up to 24 % slower than the heuristic, on this one up to 15 %,
 # kernels/results/session13 and session14)
 PAGED_GRID = ((1, 64, 256, 16, 4, 8, 32, 128), (2048, 8192, 512, 16384, 4096))
-# (batches, prefixes, suffixes); batch 1 and the 512-token prefix, where the paged kernel over
-# the shared pages wins, so that the table never picks a slower cascade there
+# (batches, prefixes, suffixes); batch 1 and a 512-token prefix give rows where the paged kernel
+# over the shared pages wins (a prefix that ends inside a page cannot take that choice, session14)
 SHARED_GRID = ((64, 4, 256, 16, 1), (6144, 1024, 512), (256, 16))
 TILES = [(128, 4, 2), (128, 8, 3), (64, 4, 4)]
 #: suffix tiles (tokens, warps, stages) tried for mode "concurrent" beside its default: small
