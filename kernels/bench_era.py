@@ -102,7 +102,7 @@ def parrot_shared(out: Path, timer, dev: torch.device, budget_s: float, reps: in
         ours = timer(partial(shared_prefix_decode_attention, *sb.args()), reps=reps)
         paged = timer(partial(paged_decode_attention, sb.q, sb.k, sb.v, *sb.paged_tables()),
                       reps=reps)
-        ch = choose_shared(b, 1, p, sb.suffix_tables.shape[1] * 16, 16, dev)
+        ch = choose_shared(b, 1, p, sb.suffix_tables.shape[1] * 16, dev)
         log.add(model=model, heads=hq, head_dim=d, batch=b, prefix=p, suffix=s,
                 parrot2023_us=parrot, shared_us=ours, shared_choice=ch.mode,
                 paged_shared_us=paged, parrot_speedup_vs_paged=paged / parrot,

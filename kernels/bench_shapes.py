@@ -130,7 +130,7 @@ def measure_shape(timer, kv: RandomKV, shape: tuple, bw: float, reps: int, hq: i
         row["sdpa_over_paged"] = row["sdpa_us"] / row["paged_us"]
     del pb
     sb = shared_batch(kv, p, suf, hq, g, d)
-    ch = choose_shared(b, g, p, sb.suffix_tables.shape[1] * 16, 16, kv.device)
+    ch = choose_shared(b, g, p, sb.suffix_tables.shape[1] * 16, kv.device)
     row["shared_choice"] = ch.mode + (f"/{ch.prefix_splits}psplits" if ch.prefix_splits else "")
     row["shared_us"] = timer(partial(shared_prefix_decode_attention, *sb.args()), reps=reps)
     mode = "fused" if b * g <= 32 else "concurrent"

@@ -64,7 +64,7 @@ def _cascade_last_kernel(
                     b, kvh, split, NSP + split, qk_scale, HQ, n_slots,
                     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                     stride_vp, stride_vt, stride_vh, stride_btb, 0, 0,
-                    NSS, G, BLOCK_H, BN_S, D, PAGE, False, F32, False)
+                    NSS, 0, 0, G, BLOCK_H, BN_S, D, PAGE, False, F32, False)
         offs_h = tl.arange(0, BLOCK_H)
         merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, b + offs_h * 0,
                       kvh * G + offs_h, offs_h < G, HQ, n_slots, NSP + NSS,

@@ -20,15 +20,17 @@ from parrotsim.kernels.gemv import gdc_launch_if, gdc_wait_if
 @triton.jit
 def attend_pages(
     q, k_ptr, v_ptr, table_ptr, start, end, kvh, qk_scale,
-    stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
+    stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh, pre_ptr, pre_len,
     ROWS: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
-    F32: tl.constexpr,
+    F32: tl.constexpr, PREFIX: tl.constexpr = False,
 ):
     """Online-softmax attention of the query rows ``q`` [ROWS, D] (scores scaled by
     ``qk_scale``, log2 domain) over tokens ``[start, end)`` of KV head ``kvh``, token ``t``
-    being slot ``t % PAGE`` of page ``table_ptr[t // PAGE]``, BN tokens a tile. Returns the
-    running max ``m_i`` and sum ``l_i`` [ROWS] and the unnormalised output ``acc`` [ROWS, D]
-    (fp32): the loop every decode and prefix tile runs."""
+    being slot ``t % PAGE`` of page ``table_ptr[t // PAGE]``, BN tokens a tile. With PREFIX,
+    the first ``pre_len`` tokens are a shared prefix in the pages ``pre_ptr[..]`` and token
+    ``t >= pre_len`` is token ``t - pre_len`` of ``table_ptr`` (a prefix may end inside its
+    last page). Returns the running max ``m_i`` and sum ``l_i`` [ROWS] and the unnormalised
+    output ``acc`` [ROWS, D] (fp32): the loop every decode and prefix tile runs."""
     offs_d = tl.arange(0, D)
     offs_n = tl.arange(0, BN)
     m_i = tl.full([ROWS], float("-inf"), tl.float32)
@@ -37,8 +39,16 @@ def attend_pages(
     for n0 in range(start, end, BN):
         tok = n0 + offs_n
         nmask = tok < end
-        page = tl.load(table_ptr + tok // PAGE, mask=nmask, other=0).to(tl.int64)
-        in_page = tok % PAGE
+        if PREFIX:  # the shared prefix's pages, then the sequence's own
+            in_pre = tok < pre_len
+            j = tl.where(in_pre, tok, tok - pre_len)
+            page = tl.where(in_pre, tl.load(pre_ptr + j // PAGE, mask=nmask & in_pre, other=0),
+                            tl.load(table_ptr + j // PAGE, mask=nmask & (tok >= pre_len),
+                                    other=0)).to(tl.int64)
+            in_page = j % PAGE
+        else:
+            page = tl.load(table_ptr + tok // PAGE, mask=nmask, other=0).to(tl.int64)
+            in_page = tok % PAGE
         k_rows = page * stride_kp + in_page * stride_kt + kvh * stride_kh
         k = tl.load(k_ptr + k_rows[:, None] + offs_d[None, :], mask=nmask[:, None], other=0.0)
         s = mma(q, tl.trans(k), F32) * qk_scale
@@ -59,16 +69,18 @@ def decode_tile(
     q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
     b, kvh, split, slot, qk_scale, HQ, n_slots,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
-    stride_btb, stride_ob, stride_oh, NUM_SPLITS,
+    stride_btb, stride_ob, stride_oh, NUM_SPLITS, pre_ptr, pre_len,
     G: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
     D: tl.constexpr, PAGE: tl.constexpr, DIRECT: tl.constexpr, F32: tl.constexpr,
-    MERGE: tl.constexpr = False,
+    MERGE: tl.constexpr = False, PREFIX: tl.constexpr = False,
 ):
     """Attention of the G query heads of (sequence b, kv head kvh) over one KV split.
 
     Writes the normalised partial output and lse2 to partial slot ``slot`` or, with DIRECT
     (one split), the final output (KV dtype) and natural-log LSE. With MERGE (and DIRECT) the
-    partial states already in slots ``0..slot-1`` are merged in first (chained cascade).
+    partial states already in slots ``0..slot-1`` are merged in first (chained cascade). With
+    PREFIX every sequence starts with the ``pre_len`` tokens of the shared pages ``pre_ptr``
+    and its table row holds the rest (:func:`attend_pages`); ``lens`` counts both.
     """
     seq_len = tl.load(lens_ptr + b)
     split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BLOCK_N) * BLOCK_N
@@ -82,8 +94,8 @@ def decode_tile(
                 mask=hmask[:, None], other=0.0)
     m_i, l_i, acc = attend_pages(
         q, k_ptr, v_ptr, bt_ptr + b.to(tl.int64) * stride_btb, start, end, kvh, qk_scale,
-        stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
-        BLOCK_H, BLOCK_N, D, PAGE, F32)
+        stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh, pre_ptr, pre_len,
+        BLOCK_H, BLOCK_N, D, PAGE, F32, PREFIX)
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     o = acc / l_safe[:, None]
     lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))

@@ -95,7 +95,7 @@ def _decode_last_kernel(
                 b, kvh, split, split, qk_scale, HQ, n_slots,
                 stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                 stride_vp, stride_vt, stride_vh, stride_btb, 0, 0,
-                NUM_SPLITS, G, BLOCK_H, BLOCK_N, D, PAGE, False, F32, False)
+                NUM_SPLITS, 0, 0, G, BLOCK_H, BLOCK_N, D, PAGE, False, F32, False)
     offs_h = tl.arange(0, BLOCK_H)
     merge_if_last(po_ptr, plse_ptr, cnt_ptr, out_ptr, lse_ptr, b + offs_h * 0, kvh * G + offs_h,
                   offs_h < G, HQ, n_slots, NUM_SPLITS, stride_ob, stride_oh, D, BLOCK_S)

@@ -34,10 +34,10 @@ def _decode_kernel(
     q_ptr, k_ptr, v_ptr, bt_ptr, lens_ptr, po_ptr, plse_ptr, out_ptr, lse_ptr,
     slot0, qk_scale, HQ, n_slots,
     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh, stride_vp, stride_vt, stride_vh,
-    stride_btb, stride_ob, stride_oh, NUM_SPLITS,
+    stride_btb, stride_ob, stride_oh, NUM_SPLITS, pre_ptr, pre_len,
     G: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
     D: tl.constexpr, PAGE: tl.constexpr, DIRECT: tl.constexpr, F32: tl.constexpr,
-    MERGE: tl.constexpr, PDL: tl.constexpr = False,
+    MERGE: tl.constexpr, PDL: tl.constexpr = False, PREFIX: tl.constexpr = False,
 ):
     gdc_launch_if(PDL)
     gdc_wait_if(PDL)
@@ -48,7 +48,8 @@ def _decode_kernel(
                 b, kvh, split, slot0 + split, qk_scale, HQ, n_slots,
                 stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                 stride_vp, stride_vt, stride_vh, stride_btb, stride_ob, stride_oh,
-                NUM_SPLITS, G, BLOCK_H, BLOCK_N, D, PAGE, DIRECT, F32, MERGE)
+                NUM_SPLITS, pre_ptr, pre_len, G, BLOCK_H, BLOCK_N, D, PAGE, DIRECT, F32, MERGE,
+                PREFIX)
 
 
 def choose_num_splits(programs: int, max_len: int, device: torch.device,
@@ -100,11 +101,13 @@ def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   num_splits: int, out: torch.Tensor | None, lse: torch.Tensor | None,
                   po: torch.Tensor | None, plse: torch.Tensor | None, slot0: int = 0,
                   block_n: int = 64, num_warps: int = 4, num_stages: int = 3,
-                  merge: bool = False, pdl: bool = False) -> None:
+                  merge: bool = False, pdl: bool = False,
+                  prefix: tuple[torch.Tensor, int] | None = None) -> None:
     """Launch the split-KV decode kernel. With ``po``/``plse`` (fp32 [B, Hq, S, D] / [B, Hq, S])
     it writes partial states into slots ``slot0 .. slot0+num_splits-1``; else (one split) it
     writes ``out`` [B, Hq, D] and natural-log ``lse`` [B, Hq] directly. ``merge`` (one split,
-    ``out`` and ``po`` given): merge the states in slots ``0..slot0-1`` and write ``out``."""
+    ``out`` and ``po`` given): merge the states in slots ``0..slot0-1`` and write ``out``.
+    ``prefix`` (pages, tokens): see :func:`paged_decode_attention`."""
     B, HQ, D = q.shape
     _, page, HKV, _ = k_cache.shape
     G = HQ // HKV
@@ -117,9 +120,13 @@ def launch_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out if direct else dummy, lse if direct else dummy,
         slot0, sm_scale * LOG2E, HQ, 1 if po is None else po.shape[2],
         q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3],
-        block_tables.stride(0), *(out.stride()[:2] if direct else (0, 0)), num_splits, G=G, BLOCK_H=max(16, triton.next_power_of_2(G)),
+        block_tables.stride(0), *(out.stride()[:2] if direct else (0, 0)), num_splits,
+        *(prefix or (block_tables, 0)),
+        G=G, BLOCK_H=max(16, triton.next_power_of_2(G)),
         BLOCK_N=block_n, D=D, PAGE=page, DIRECT=direct, F32=INTERPRET, MERGE=merge,
-        PDL=pdl and not INTERPRET, num_warps=num_warps, num_stages=num_stages, **_pdl_kw(pdl),
+        PDL=pdl and not INTERPRET, PREFIX=prefix is not None, num_warps=num_warps,
+        num_stages=num_stages,
+        **_pdl_kw(pdl),
     )
 
 
@@ -146,6 +153,7 @@ def paged_decode_attention(
     num_stages: int | None = None,
     out: torch.Tensor | None = None, lse: torch.Tensor | None = None, pdl: bool = False,
     merge_warps: int = 4, merge: str = "kernel",
+    prefix: tuple[torch.Tensor, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode attention of one query token per sequence over a paged KV cache.
 
@@ -167,6 +175,11 @@ def paged_decode_attention(
         merge: how several splits are merged: "kernel" (default: a second launch) or "last"
             (opt-in: one launch, the last split to finish merges;
             :mod:`parrotsim.kernels.last_merge`; no PDL).
+        prefix: ``(pages, tokens)``: every sequence starts with the ``tokens`` tokens of the
+            shared pages ``pages`` (int32; the last may be partly filled) and
+            ``block_tables`` holds the rest from its first slot; ``seq_lens`` counts both
+            (the paged kernel over a fork group's shared pages, read once per sequence, with
+            no table built). Not with ``merge="last"``.
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
         ``ln sum_j exp(sm_scale * q.k_j)``.
@@ -175,8 +188,8 @@ def paged_decode_attention(
     scale = default_scale(D, sm_scale)
     cfg = PagedChoice(num_splits or 1)
     if num_splits is None:
-        cfg = choose_config(B, k_cache.shape[2], HQ // k_cache.shape[2],
-                            block_tables.shape[1] * k_cache.shape[1], q.device)
+        width = block_tables.shape[1] * k_cache.shape[1] + (prefix[1] if prefix else 0)
+        cfg = choose_config(B, k_cache.shape[2], HQ // k_cache.shape[2], width, q.device)
         num_splits = cfg.splits
     block_n = block_n or cfg.block_n
     num_warps = num_warps or cfg.warps
@@ -186,8 +199,10 @@ def paged_decode_attention(
     if num_splits == 1:
         launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, 1, out, lse, None,
                       None, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
-                      pdl=pdl)
+                      pdl=pdl, prefix=prefix)
         return out, lse
+    if merge == "last" and prefix is not None:
+        raise ValueError("prefix is not supported with merge='last'")
     if merge == "last":
         launch_decode_last(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, out,
                            lse, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
@@ -198,7 +213,7 @@ def paged_decode_attention(
     plse = torch.empty(B, HQ, num_splits, dtype=torch.float32, device=q.device)
     launch_decode(q, k_cache, v_cache, block_tables, seq_lens, scale, num_splits, None, None,
                   po, plse, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
-                  pdl=pdl)
+                  pdl=pdl, prefix=prefix)
     launch_merge(po, plse, out, lse, pdl=pdl, num_warps=merge_warps)
     return out, lse
 

@@ -38,7 +38,7 @@ def prefix_tile(
     end = tl.minimum(start + split_len, prefix_len)
     m_i, l_i, acc = attend_pages(q, k_ptr, v_ptr, pages_ptr, start, end, kvh, qk_scale,
                                  stride_kp, stride_kt, stride_kh, stride_vp, stride_vt,
-                                 stride_vh, BM, BN, D, PAGE, F32)
+                                 stride_vh, 0, 0, BM, BN, D, PAGE, F32)
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     lse2 = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
     base = (seq * HQ + heads).to(tl.int64) * n_slots + split

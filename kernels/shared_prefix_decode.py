@@ -89,22 +89,20 @@ def _cascade_kernel(
                     j % B, rest % HKV, split, NSP + split, qk_scale, HQ, n_slots,
                     stride_qb, stride_qh, stride_kp, stride_kt, stride_kh,
                     stride_vp, stride_vt, stride_vh, stride_btb, 0, 0,
-                    NSS, G, BLOCK_H, BN_S, D, PAGE, False, F32, False)
+                    NSS, 0, 0, G, BLOCK_H, BN_S, D, PAGE, False, F32, False)
 
 
-def choose_shared(batch: int, group: int, prefix_len: int, max_suffix: int, page: int,
+def choose_shared(batch: int, group: int, prefix_len: int, max_suffix: int,
                   device: torch.device) -> SharedChoice:
     """Mode and splits for mode "auto": the GPU's tuning table at the nearest measured shape;
     without one, the paged kernel for a batch of one (nothing to share: the cascade only adds
     launches), fused when B*G <= 32, else concurrent (measured on the H200, NOTES.md). "paged"
-    needs a prefix of whole pages (its suffix tokens must start a page); else the heuristic."""
+    takes any prefix length (:func:`paged_over_shared_pages`)."""
     table = table_for(device_name(device))
     choice = table.shared(group, batch, prefix_len, max_suffix) if table is not None else None
     if choice is None:
         mode = "paged" if batch == 1 else "fused" if batch * group <= 32 else "concurrent"
         choice = SharedChoice(mode)
-    if choice.mode == "paged" and prefix_len % page:
-        choice = SharedChoice("fused" if batch * group <= 32 else "concurrent")
     return choice
 
 
@@ -113,18 +111,15 @@ def paged_over_shared_pages(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
                             suffix_block_tables: torch.Tensor, suffix_lens: torch.Tensor,
                             sm_scale: float | None = None, out: torch.Tensor | None = None,
                             lse: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The paged kernel over block tables whose first pages are the shared prefix pages (how a
-    prefix-caching engine without a cascade kernel serves the batch). ``prefix_len`` must be a
-    multiple of the page size."""
-    page = k_cache.shape[1]
-    if prefix_len % page:
-        raise ValueError(f"prefix_len {prefix_len} is not a multiple of the page size {page}")
-    n = prefix_len // page
-    b = q.shape[0]
-    tables = torch.cat([prefix_pages[:n].to(suffix_block_tables.dtype).expand(b, n),
-                        suffix_block_tables], dim=1)
-    return paged_decode_attention(q, k_cache, v_cache, tables, suffix_lens + prefix_len,
-                                  sm_scale, out=out, lse=lse)
+    """The paged kernel over every sequence's whole context, the shared prefix's pages read
+    once per sequence (how a prefix-caching engine without a cascade kernel serves the batch):
+    each program reads the prefix pages, then its sequence's own, from the two tables as they
+    are (``prefix`` of :func:`~parrotsim.kernels.paged_decode.paged_decode_attention`; no
+    table is built, and the prefix may end inside its last page)."""
+    pages = prefix_pages.to(suffix_block_tables.dtype)
+    return paged_decode_attention(q, k_cache, v_cache, suffix_block_tables,
+                                  suffix_lens + prefix_len, sm_scale, out=out, lse=lse,
+                                  prefix=(pages, prefix_len))
 
 
 def shared_prefix_decode_attention(
@@ -149,7 +144,7 @@ def shared_prefix_decode_attention(
             ``prefix_len + j``) lives at page ``suffix_block_tables[b, j // 16]``, slot ``j % 16``.
         suffix_lens: int32 [B] suffix tokens per sequence (0 allowed).
         mode: "auto" (by shape from the tuning table, see :func:`choose_shared`),
-            "paged" (the paged kernel over the shared pages; prefix of whole pages),
+            "paged" (the paged kernel over the shared pages),
             "fused" (prefix and suffix tiles in one launch, then a merge launch),
             "separate" (prefix, suffix, merge: three launches), "concurrent" (as separate, but
             prefix and suffix on two streams, running at the same time) or "chained" (prefix launch,
@@ -173,8 +168,7 @@ def shared_prefix_decode_attention(
     G = HQ // HKV
     scale = default_scale(D, sm_scale) * LOG2E
     if mode == "auto":
-        choice = choose_shared(B, G, prefix_len, suffix_block_tables.shape[1] * page, page,
-                               q.device)
+        choice = choose_shared(B, G, prefix_len, suffix_block_tables.shape[1] * page, q.device)
         mode = choice.mode
         if prefix_split_tokens is None and choice.prefix_splits:
             prefix_split_tokens = -(-max(prefix_len, 1) // choice.prefix_splits)

@@ -67,19 +67,19 @@ def test_lookup_takes_nearest_shape_and_group(table):
     assert t.paged(8, 64, 8000).splits == 2  # no G=8 rows: nearest G is 4
     assert t.shared(4, 7, 500, 17).mode == "paged"
     assert t.shared(8, 100, 3000, 1000) == tuning_table.SharedChoice("concurrent", 8, 64, 2)
-    # splits are capped to one tile per split; the shared fallback needs whole prefix pages
+    # splits are capped to one tile per split; the paged fallback takes any prefix length
     assert choose_config(1, 2, 1, 100, CPU) == tuning_table.PagedChoice(2, 64, 4, 3)
-    assert choose_shared(4, 4, 1024, 16, 16, CPU).mode == "paged"
-    assert choose_shared(4, 4, 1000, 16, 16, CPU).mode == "fused"
+    assert choose_shared(4, 4, 1024, 16, CPU).mode == "paged"
+    assert choose_shared(4, 4, 1000, 16, CPU).mode == "paged"
 
 
 def test_no_table_keeps_heuristics(monkeypatch, tmp_path):
     monkeypatch.setenv(tuning_table.ENV_VAR, str(tmp_path / "missing.csv"))
     assert tuning_table.table_for("cpu") is None
     assert choose_config(64, 32, 1, 6000, CPU).block_n == 64
-    assert choose_shared(1, 1, 64, 64, 16, CPU).mode == "paged"
-    assert choose_shared(8, 4, 64, 64, 16, CPU).mode == "fused"
-    assert choose_shared(16, 4, 64, 64, 16, CPU).mode == "concurrent"
+    assert choose_shared(1, 1, 64, 64, CPU).mode == "paged"
+    assert choose_shared(8, 4, 64, 64, CPU).mode == "fused"
+    assert choose_shared(16, 4, 64, 64, CPU).mode == "concurrent"
     assert tuning_table.gpu_slug("NVIDIA H200") == "h200"
 
 
@@ -129,9 +129,28 @@ def _shared_case(group, prefix_len, suffix, seed):
 def test_shared_auto_falls_back_to_paged(table, group):
     table([_row("shared", group, 4, 64, suffix=32, mode="paged")])
     args = _shared_case(group, 64, [3, 0, 40, 17], 5 + group)
-    assert choose_shared(4, group, 64, args[5].shape[1] * 16, 16, CPU).mode == "paged"
+    assert choose_shared(4, group, 64, args[5].shape[1] * 16, CPU).mode == "paged"
     out, lse = shared_prefix_decode_attention(*args)
     _check(out, lse, *ref_shared_prefix_decode(*args))
+
+
+@pytest.mark.parametrize("group,prefix_len,splits", [(1, 37, 1), (4, 100, 3), (8, 75, 2)])
+def test_paged_over_a_prefix_ending_inside_a_page(table, group, prefix_len, splits):
+    """The paged fallback reads the shared prefix's pages, then each sequence's own, from the
+    two tables as they are: a prefix of 37 / 100 / 75 tokens (ending inside its last page, whose
+    other slots hold random values) equals the reference at one and several KV splits, through
+    mode "auto", the paged kernel's ``prefix`` and the same batch as one table per sequence."""
+    from parrotsim.kernels.shared_prefix_decode import paged_over_shared_pages
+
+    table([_row("shared", group, 4, prefix_len, suffix=32, mode="paged")])
+    args = _shared_case(group, prefix_len, [3, 0, 40, 17], 7 + group)
+    assert choose_shared(4, group, prefix_len, args[5].shape[1] * 16, CPU).mode == "paged"
+    ref = ref_shared_prefix_decode(*args)
+    _check(*shared_prefix_decode_attention(*args), *ref)  # mode "auto" takes the table's paged
+    q, k, v, pre, n, tables, lens = args
+    _check(*paged_decode_attention(q, k, v, tables, lens + n, num_splits=splits,
+                                   prefix=(pre, n)), *ref)
+    _check(*paged_over_shared_pages(*args), *ref)
 
 
 def test_shared_auto_uses_tuned_cascade(table):
