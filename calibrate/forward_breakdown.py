@@ -16,7 +16,8 @@ backend, kernel name, calls and GPU microseconds per forward pass); part ``linea
 tokens to 1,024 and every 64 to 2,048, to see where cuBLAS's tile choice makes it jump. GPU
 only::
 
-    python -m parrotsim.calibrate.forward_breakdown --model llama3-8b --out DIR [--parts mixed,linear]
+    python -m parrotsim.calibrate.forward_breakdown --model llama3-8b --out DIR \
+        [--parts mixed,linear] [--batch 128@0;256@0+64x2048 ...]
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from pathlib import Path
 import torch
 
 from parrotsim.calibrate import sections_model
-from parrotsim.calibrate.grids import describe_forward
+from parrotsim.calibrate.grids import describe_forward, parse_prefills
 from parrotsim.calibrate.sections_model import _forward_batch
 from parrotsim.calibrate.timing import StatTimer
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
+from parrotsim.kernels.llama_batch import PAGE_SIZE
 
 #: (prefills, decodes, decode context): the miss first
 BATCHES = [("128@0;256@0", 64, 2048), ("128@0;256@0", 0, 0), ("", 64, 2048),
@@ -44,6 +46,31 @@ DENSE_TOKENS = list(range(16, 1025, 16)) + list(range(1088, 2049, 64))
 def point(prefills: str, decodes: int, ctx: int) -> dict:
     """A forward-grid point in the calibration's own format."""
     return {"prefills": prefills, "decodes": decodes, "decode_ctx": ctx, "prefix": 0}
+
+
+def parse_batch(spec: str) -> tuple[str, int, int]:
+    """``"128@0;256@0+64x2048"`` -> ``("128@0;256@0", 64, 2048)``: prompt chunks (new tokens @
+    context tokens, ``;``-separated), then ``+`` decodes ``x`` their context; either part may be
+    left out (``"512@0"``, ``"+64x2048"``). Raises ValueError naming what is wrong."""
+    prefills, _, dec = spec.strip().partition("+")
+    try:
+        chunks = parse_prefills(prefills)
+        n, ctx = (int(x) for x in dec.split("x")) if dec else (0, 0)
+    except ValueError:
+        raise ValueError(f"batch {spec!r}: expected NEW@CTX[;NEW@CTX...][+DECODESxCTX], "
+                         "e.g. 128@0;256@0+64x2048") from None
+    if any(new <= 0 or c < 0 for new, c in chunks) or n < 0 or ctx < 0 or (dec and ctx == 0):
+        raise ValueError(f"batch {spec!r}: token counts must be positive (contexts >= 0)")
+    if not chunks and not n:
+        raise ValueError(f"batch {spec!r} holds neither a prompt chunk nor a decode")
+    return prefills, n, ctx
+
+
+def pages_needed(batches: list[tuple[str, int, int]]) -> int:
+    """16-token KV pages the largest batch takes (each batch's pages are assigned from 0), and
+    64 spare."""
+    return max(sum(n + c + PAGE_SIZE for n, c in parse_prefills(pre)) + dec * (ctx + 1 + PAGE_SIZE)
+               for pre, dec, ctx in batches) // PAGE_SIZE + 64
 
 
 def kernel_times(model: LlamaModel, batch) -> dict[str, tuple[int, float]]:
@@ -80,25 +107,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="llama3-8b")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--parts", default="mixed,linear", help="mixed and/or linear")
+    ap.add_argument("--batch", action="append", metavar="SPEC",
+                    help="a forward batch for part mixed, e.g. 128@0;256@0+64x2048 (repeat; "
+                         "default: the LLaMA-3-8B miss and its neighbours)")
     args = ap.parse_args(argv)
+    try:
+        batches = [parse_batch(b) for b in args.batch] if args.batch else BATCHES
+    except ValueError as exc:
+        ap.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
     torch.manual_seed(0)
     cfg = LlamaConfig.preset(args.model)
-    pages = 9000 if "mixed" in args.parts else 64  # the miss needs ~8,300 16-token pages
+    pages = pages_needed(batches) if "mixed" in args.parts else 64
     model = LlamaModel(cfg, num_pages=pages, device=dev, prefill_backend="triton")
     timer = StatTimer(dev)
     if "linear" in args.parts:
         linear_sweep(model, timer, args.out)
     if "mixed" in args.parts:
-        mixed(model, timer, args.out)
+        mixed(model, timer, args.out, batches)
     return 0
 
 
-def mixed(model: LlamaModel, timer: StatTimer, out: Path) -> None:
-    """The forward batches of :data:`BATCHES` -> ``out/totals.csv`` and ``out/kernels.csv``."""
+def mixed(model: LlamaModel, timer: StatTimer, out: Path,
+          batches: list[tuple[str, int, int]] = BATCHES) -> None:
+    """``batches`` (default :data:`BATCHES`), then the first again with SDPA prefill ->
+    ``out/totals.csv`` and ``out/kernels.csv``."""
     totals, kernels = [], []
-    runs = [(b, "triton") for b in BATCHES] + [(BATCHES[0], "sdpa")]
+    runs = [(b, "triton") for b in batches] + [(batches[0], "sdpa")]
     for (pre, dec, ctx), backend in runs:
         model.prefill_backend = backend
         p = point(pre, dec, ctx)
