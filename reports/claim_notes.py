@@ -102,7 +102,10 @@ NOTES: dict[str, str] = {
         "27.1 ms with Parrot's kernel (" + MEASURED + "). Against the artifact's re-run at 16 "
         "files (214.5 and 248.8 s, 1.16x) Parrot is 9.9 % slow and Parrot w/ PagedAttention "
         "30.9 % slow (bench/artifact_runs.py): the paged variant is the side that is most off, "
-        "not known why",
+        "not known why. Not L2 reuse of the shared pages: on an H100, 16 sequences sharing "
+        "4,864 tokens still read the prefix the equivalent of 10 times at the best of 10 "
+        "tiles (0.54x private pages; python -m parrotsim.kernels.bench_l2_dedup), where the "
+        "profile's grid, measured on the H200, has 0.66-0.70x",
     "fig18a.sharing":
         "in the simulator sharing turns Baseline (Throughput)'s 10004 iterations of 50.3 ms "
         "into Parrot w/ PagedAttention's 8679 of 37.5 ms (both run the paged kernel; "
