@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from parrotsim.calibrate import sections_model
-from parrotsim.calibrate.grids import describe_forward, parse_prefills
+from parrotsim.calibrate.grids import describe_forward, forward_pages, parse_prefills
 from parrotsim.calibrate.sections_model import _forward_batch
 from parrotsim.calibrate.timing import StatTimer
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
@@ -64,13 +64,6 @@ def parse_batch(spec: str) -> tuple[str, int, int]:
     if not chunks and not n:
         raise ValueError(f"batch {spec!r} holds neither a prompt chunk nor a decode")
     return prefills, n, ctx
-
-
-def pages_needed(batches: list[tuple[str, int, int]]) -> int:
-    """16-token KV pages the largest batch takes (each batch's pages are assigned from 0), and
-    64 spare."""
-    return max(sum(n + c + PAGE_SIZE for n, c in parse_prefills(pre)) + dec * (ctx + 1 + PAGE_SIZE)
-               for pre, dec, ctx in batches) // PAGE_SIZE + 64
 
 
 def kernel_times(model: LlamaModel, batch) -> dict[str, tuple[int, float]]:
@@ -119,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     dev = torch.device("cuda")
     torch.manual_seed(0)
     cfg = LlamaConfig.preset(args.model)
-    pages = pages_needed(batches) if "mixed" in args.parts else 64
+    pages = (forward_pages([point(*b) for b in batches], PAGE_SIZE) if "mixed" in args.parts
+             else 64)
     model = LlamaModel(cfg, num_pages=pages, device=dev, prefill_backend="triton")
     timer = StatTimer(dev)
     if "linear" in args.parts:

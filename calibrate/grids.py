@@ -121,6 +121,14 @@ def heldout_flags(points: list[dict]) -> list[bool]:
     return flags
 
 
+def forward_pages(points: list[dict], page: int = 16) -> int:
+    """KV pages of ``page`` tokens that the largest forward point takes (each point's pages are
+    assigned from 0: its prompt chunks with their context and its decodes with theirs, each
+    counted a page over), and 64 spare."""
+    return max(sum(n + c + page for n, c in parse_prefills(p["prefills"]))
+               + p["decodes"] * (p["decode_ctx"] + 1 + page) for p in points) // page + 64
+
+
 def parse_prefills(s: str) -> list[tuple[int, int]]:
     """``"n@ctx;n@ctx"`` -> [(n, ctx), ...]."""
     return [(int(n), int(c)) for n, c in (x.split("@") for x in s.split(";") if x)]

@@ -77,9 +77,7 @@ def model_pages(cfg: LlamaConfig, quick: bool, reserve_gib: float = 14.0) -> int
     page_bytes = 2 * cfg.num_layers * PAGE_SIZE * cfg.num_kv_heads * cfg.head_dim * 2
     free, _ = torch.cuda.mem_get_info()
     fits = int((free - 2 * cfg.num_params() - reserve_gib * GIB) // page_bytes)
-    need = max(sum(int(n) + int(c) + PAGE_SIZE for n, c in grids.parse_prefills(p["prefills"]))
-               + p["decodes"] * (p["decode_ctx"] + 1 + PAGE_SIZE)
-               for p in grids.forward_grid(quick, 1 << 40)) // PAGE_SIZE + 64
+    need = grids.forward_pages(grids.forward_grid(quick, 1 << 40), PAGE_SIZE)
     return max(64, min(fits, need))
 
 

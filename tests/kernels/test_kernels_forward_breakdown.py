@@ -7,6 +7,7 @@ pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from parrotsim.calibrate import forward_breakdown as fb  # noqa: E402
+from parrotsim.calibrate.grids import forward_pages  # noqa: E402
 from parrotsim.calibrate.sections_model import _forward_batch  # noqa: E402
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel  # noqa: E402
 
@@ -21,14 +22,16 @@ def test_batch_specs():
 
 
 def test_pages_cover_the_largest_batch():
-    """A model with the pages :func:`pages_needed` counts, less its 64 spare, builds every batch
-    (the builder raises when a batch's pages run past the cache)."""
-    batches = [fb.parse_batch("24@0;40@8+3x50"), fb.parse_batch("+6x90")]
-    model = LlamaModel(LlamaConfig.preset("tiny"), num_pages=fb.pages_needed(batches) - 64,
+    """A model with the pages :func:`grids.forward_pages` counts (the calibration's count too),
+    less its 64 spare, builds every batch (the builder raises when a batch's pages run past the
+    cache)."""
+    points = [fb.point(*fb.parse_batch(b)) for b in ("24@0;40@8+3x50", "+6x90")]
+    model = LlamaModel(LlamaConfig.preset("tiny"), num_pages=forward_pages(points) - 64,
                        device="cpu", prefill_backend="sdpa")
-    for pre, dec, ctx in batches:
-        _forward_batch(model, fb.point(pre, dec, ctx))
-    assert fb.pages_needed(fb.BATCHES) > 64 * 2048 // 16  # the default miss: 64 x 2,048 tokens
+    for p in points:
+        _forward_batch(model, p)
+    default = forward_pages([fb.point(*b) for b in fb.BATCHES])
+    assert default > 64 * 2048 // 16  # the default miss: 64 decodes of 2,048 tokens
 
 
 def test_a_bad_batch_exits_2_before_any_gpu_work(tmp_path, capsys):
