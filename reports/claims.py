@@ -17,8 +17,9 @@ paper's counts as reproduced. Columns of the table:
   paper's engine did not survive: the ratio is still computed), Fig 17's crossing rates, how many
   seeds a Fig 19 value averages, which way an off "on par" claim leans.
 * ``why``: for a claim outside 15 % or pointing the wrong way, what the simulator measured that
-  explains it: computed causes (a bound; every run of a compared point out of KV blocks), then the
-  hand-written entry of ``parrotsim.reports.claim_notes.NOTES``, else "not yet explained".
+  explains it, in a line: computed causes (a bound; every run of a compared point out of KV
+  blocks), then the one-line entry of ``parrotsim.reports.claim_notes.NOTES``, else "not yet
+  explained"; ``why_detail``: that entry's measurements in full (empty without an entry).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, SPREAD_QUA
 
 TOLERANCE = 0.15
 CLAIM_COLUMNS = ["id", "figure", "claim", "paper", "simulated", "rerun", "bound",
-                 "within_15pct", "direction_ok", "note", "why"]
+                 "within_15pct", "direction_ok", "note", "why", "why_detail"]
 
 
 @dataclass(frozen=True)
@@ -324,13 +325,16 @@ def evaluate(tidy: pd.DataFrame, per_run: pd.DataFrame | None = None,
         if np.isfinite(again) and not direction(c.paper, again)[0]:
             notes.append(f"the artifact's own re-run gives {again:.2f}x: it too points the "
                          "other way from the paper")
-        why = ""
+        why = detail = ""
         if not within or not ok:
-            parts = causes + ([fill(NOTES[c.id], tidy, c)] if c.id in NOTES else [])
+            entry = NOTES.get(c.id)
+            parts = causes + ([fill(entry.line, tidy, c)] if entry else [])
             why = "; ".join(parts) if parts else NOT_EXPLAINED
+            detail = fill(entry.detail, tidy, c) if entry else ""
         rows.append({"id": c.id, "figure": c.figure, "claim": c.text, "paper": c.paper,
                      "simulated": round(sim, 3) if finite else np.nan,
                      "rerun": round(again, 3) if np.isfinite(again) else np.nan, "bound": bound,
                      "within_15pct": within, "direction_ok": ok,
-                     "note": "; ".join(dict.fromkeys(notes)), "why": why})
+                     "note": "; ".join(dict.fromkeys(notes)), "why": why,
+                     "why_detail": detail})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

@@ -36,8 +36,9 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
         "below): how far the paper's own setup moved from the paper. A row in red points "
         "the other way from the paper (or, for an 'on par' claim, is more than 15 % off 1). "
         "'Why' says, "
-        "for each claim outside 15 %, what the simulator measured that explains it, or 'not yet "
-        "explained'.</p>",
+        "for each claim outside 15 %, what the simulator measured that explains it in a line, or "
+        "'not yet explained'; 'measured detail' opens the measurements behind it and what was "
+        "ruled out.</p>",
         "<table><tr><th>figure</th><th>claim</th><th>paper</th><th>simulated</th>"
         "<th>artifact re-run</th><th>within 15 %</th><th>direction</th><th>note</th>"
         "<th>why</th></tr>",
@@ -57,7 +58,7 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
                      f"<td>{esc(row.claim)}</td><td>{row.paper:.2f}x</td><td>{sim}</td>"
                      f"<td>{again}</td>"
                      f"<td>{mark}</td><td>{way}</td><td>{esc(row.note)}</td>"
-                     f"<td>{esc(row.why)}</td></tr>")
+                     f"<td>{esc(row.why)}{detail_block(row.why_detail)}</td></tr>")
     parts.append("</table>")
     if truth is not None:
         parts += ground_truth_section(truth)
@@ -72,6 +73,13 @@ def page(figures: list[tuple[str, str]], claims: pd.DataFrame, profile_note: str
                  "paper's systems; legend: '&lt;series&gt;: out of memory').</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def detail_block(detail: str) -> str:
+    """A why's measured detail, folded under its line (empty without one)."""
+    if not detail:
+        return ""
+    return f"<details><summary>measured detail</summary>{html.escape(detail)}</details>"
 
 
 def ground_truth_section(truth: pd.DataFrame) -> list[str]:

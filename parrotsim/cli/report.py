@@ -23,6 +23,11 @@ def add_parser(sub) -> None:
     p.set_defaults(main=main)
 
 
+#: the claims table as the console shows it (then each miss's why, a line each); claims.csv and
+#: index.html have every column
+CONSOLE_COLUMNS = ["id", "paper", "simulated", "rerun", "within_15pct", "direction_ok"]
+
+
 def main(args: argparse.Namespace) -> int:
     figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
     check_writable(args.out)
@@ -31,7 +36,12 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     with_values = claims.dropna(subset=["simulated"])
-    print(claims.to_string(index=False))
+    print(claims[CONSOLE_COLUMNS].to_string(index=False))
+    misses = claims[claims["why"] != ""]
+    if len(misses):
+        print("\nwhy (measured detail: why_detail in claims.csv):")
+        for row in misses.itertuples(index=False):
+            print(f"  {row.id}: {row.why}")
     truth = args.out / "ground_truth.csv"
     if truth.is_file():
         import pandas as pd

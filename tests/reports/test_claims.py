@@ -1,13 +1,14 @@
 """Fig 17's interpolated threshold crossing, the claims' direction flag and why-notes, Fig 18b's
 GiB unit and Fig 19's per-seed spread, on hand-made frames."""
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from parrotsim.reports.claim_notes import NOT_EXPLAINED, NOTES
+from parrotsim.reports.claim_notes import LINE_MAX, NOT_EXPLAINED, NOTES
 from parrotsim.reports.claims import CLAIM_COLUMNS, CLAIMS, direction, evaluate
 from parrotsim.reports.derive import (
     RATE_CROSSING,
@@ -160,11 +161,13 @@ def test_why_is_given_for_every_miss_and_only_for_misses():
     ], columns=TIDY_COLUMNS)
     out = evaluate(tidy).set_index("id")
     assert list(evaluate(tidy).columns) == CLAIM_COLUMNS
-    assert out.loc["fig11a.vllm_out25", "why"] == ""  # within 15 %
-    assert out.loc["fig11a.hf_out25", "why"] == NOT_EXPLAINED  # no entry, no computed cause
-    # a hand-written entry with its placeholder filled from the panel
-    assert "fig16a.out800" in NOTES
-    assert "29.3 ms per output token" in out.loc["fig16a.out800", "why"]
+    assert out.loc["fig11a.vllm_out25", ["why", "why_detail"]].tolist() == ["", ""]  # within
+    # no entry, no computed cause
+    assert out.loc["fig11a.hf_out25", ["why", "why_detail"]].tolist() == [NOT_EXPLAINED, ""]
+    # a hand-written entry: its line is the why, its detail (placeholder filled from the
+    # panel) the why_detail
+    assert out.loc["fig16a.out800", "why"] == NOTES["fig16a.out800"].line
+    assert "29.3 ms per output token" in out.loc["fig16a.out800", "why_detail"]
     # computed: every run of the compared point ran short of KV blocks
     why = out.loc["fig16b.out480", "why"]
     assert why.startswith("simulated Baseline w/ Sharing and Parrot engines ran short of KV "
@@ -173,6 +176,13 @@ def test_why_is_given_for_every_miss_and_only_for_misses():
 
 def test_every_note_belongs_to_a_claim():
     assert set(NOTES) <= {c.id for c in CLAIMS}
+
+
+def test_every_why_is_one_measured_line_with_a_longer_detail():
+    for claim_id, why in NOTES.items():
+        assert len(why.line) <= LINE_MAX and "\n" not in why.line, claim_id
+        assert re.search(r"\d", why.line), claim_id  # it states a measurement
+        assert len(why.detail) > len(why.line), claim_id
     assert len({c.id for c in CLAIMS}) == len(CLAIMS)
 
 

@@ -28,6 +28,9 @@ def test_one_figure_end_to_end(tmp_path):
     misses = written[written["within_15pct"].astype(str) == "False"]
     assert (misses["why"] != "").all()  # every claim outside 15 % says why (or that it's unknown)
     assert "<th>direction</th>" in page and "<th>why</th>" in page
+    # a miss with a hand-written why folds its measured detail under the line
+    detailed = misses[misses["why_detail"] != ""]
+    assert page.count("<summary>measured detail</summary>") == len(detailed)
     # the runs against the artifact's printed ones: Fig 15's 10 points
     truth = pd.read_csv(tmp_path / "ground_truth.csv")
     assert len(truth) == 10 and set(truth["figure"]) == {"fig15"}
@@ -44,6 +47,11 @@ def test_report_progress_goes_to_stderr(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "[report] fig15" in err and "[report]" not in out
     assert out.rstrip().endswith(f"report in {tmp_path}/index.html")
+    # the console's table leaves out notes and details; each miss's why is a line of its own
+    claims = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
+    for row in claims[claims["why"] != ""].itertuples():
+        assert f"  {row.id}: {row.why}\n" in out
+        assert not row.why_detail or row.why_detail not in out
 
 
 def test_unknown_figure_is_a_usage_error(tmp_path, capsys):
