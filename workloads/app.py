@@ -262,8 +262,10 @@ def single_call_app(
     output_tokens: int,
     kind: str = "request",
     hints: CallHints = CallHints(),
+    background: bool = False,
 ) -> App:
     """An app made of one call (chat requests, trace rows, background load)."""
     call = Call(name="call", prompt=tuple(prompt), output="out", output_tokens=output_tokens,
                 hints=hints)
-    return App(app_id=app_id, arrival=arrival, calls=(call,), outputs=("out",), kind=kind)
+    return App(app_id=app_id, arrival=arrival, calls=(call,), outputs=("out",), kind=kind,
+               background=background)

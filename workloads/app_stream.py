@@ -6,6 +6,9 @@ when it arrives (:mod:`parrotsim.sim.harness.arrival_process`), so a million-req
 holds a million :class:`App` objects at once. The stream is a read-only sequence: ``len``,
 indexing and iteration give the same apps, bit for bit, as the list the builders returned before
 (``stream == list`` compares app by app). Arrival times are in seconds and never decrease.
+
+:class:`AppsThenStream` puts a few apps made up front (Fig 12a's chain) before such a stream
+(its background load), so the stream's apps are still made only as they arrive.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from typing import Any, overload
 
 import numpy as np
 
-from parrotsim.workloads.app import App, AppError, CallHints, Piece, single_call_app
+from parrotsim.workloads.app import (
+    App,
+    AppError,
+    CallHints,
+    Piece,
+    single_call_app,
+    validate_apps,
+)
 
 NO_HINTS = CallHints()
 
@@ -25,14 +35,12 @@ class SingleCallApps(AbcSequence[App]):
     """``len(arrivals)`` single-call apps of one ``kind``: app ``i`` has id ``app_id(i)``,
     arrives at ``arrivals[i]`` s, sends ``prompt(i)`` and generates ``output_tokens[i]``
     tokens; ``prompt_tokens[i]`` is the length of ``prompt(i)`` (tokens), for validation and
-    sizing without making the prompt. Every app is foreground."""
-
-    background = False
+    sizing without making the prompt. Every app is foreground, or every one ``background``."""
 
     def __init__(self, arrivals: np.ndarray, output_tokens: np.ndarray,
                  prompt_tokens: np.ndarray, app_id: Callable[[int], str],
                  prompt: Callable[[int], tuple[Piece, ...]], kind: str,
-                 hints: CallHints = NO_HINTS) -> None:
+                 hints: CallHints = NO_HINTS, background: bool = False) -> None:
         self.arrivals = np.asarray(arrivals, dtype=np.float64)
         self.output_tokens = np.asarray(output_tokens, dtype=np.int64)
         self.prompt_tokens = np.asarray(prompt_tokens, dtype=np.int64)
@@ -42,6 +50,7 @@ class SingleCallApps(AbcSequence[App]):
         self.prompt = prompt
         self.kind = kind
         self.hints = hints
+        self.background = background
 
     def __len__(self) -> int:
         return len(self.arrivals)
@@ -72,7 +81,8 @@ class SingleCallApps(AbcSequence[App]):
 
     def _make(self, i: int) -> App:
         return single_call_app(self.app_id(i), float(self.arrivals[i]), self.prompt(i),
-                               int(self.output_tokens[i]), kind=self.kind, hints=self.hints)
+                               int(self.output_tokens[i]), kind=self.kind, hints=self.hints,
+                               background=self.background)
 
     def ids(self) -> list[str]:
         """Every app's id, in order (for the run's apps table)."""
@@ -106,8 +116,60 @@ class SingleCallApps(AbcSequence[App]):
         return self
 
 
+class AppsThenStream(AbcSequence[App]):
+    """The apps of ``front`` (made up front), then those of ``stream``: a read-only sequence
+    whose indexing and iteration give the apps the list ``front + list(stream)`` holds. The
+    simulator starts the apps of ``front`` before the run, then the stream's as they arrive
+    (:mod:`parrotsim.sim.harness.arrival_process`)."""
+
+    def __init__(self, front: list[App], stream: SingleCallApps) -> None:
+        self.front = list(front)
+        self.stream = stream
+
+    def __len__(self) -> int:
+        return len(self.front) + len(self.stream)
+
+    @overload
+    def __getitem__(self, i: int) -> App: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[App]: ...
+
+    def __getitem__(self, i: int | slice) -> App | list[App]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n, k = len(self), len(self.front)
+        if not -n <= i < n:
+            raise IndexError(f"app index {i} out of range for {n} apps")
+        i %= n
+        return self.front[i] if i < k else self.stream[i - k]
+
+    def __iter__(self) -> Iterator[App]:
+        yield from self.front
+        yield from self.stream
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, AbcSequence) or len(other) != len(self):
+            return False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def validate(self) -> AppsThenStream:
+        """Validate ``front`` as a list of apps (:func:`~parrotsim.workloads.app.validate_apps`)
+        and the stream on its arrays; no id of ``front`` may be one of the stream's."""
+        self.front = validate_apps(self.front)
+        self.stream.validate()
+        clash = {a.app_id for a in self.front} & set(self.stream.ids())
+        if clash:
+            raise AppError(f"two apps share the id {sorted(clash)[0]!r}")
+        return self
+
+
 def total_calls(apps: AbcSequence[App]) -> int:
     """Calls of ``apps`` (one per app of a stream, without making the apps)."""
     if isinstance(apps, SingleCallApps):
         return len(apps)
+    if isinstance(apps, AppsThenStream):
+        return sum(len(app.calls) for app in apps.front) + len(apps.stream)
     return sum(len(app.calls) for app in apps)

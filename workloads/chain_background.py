@@ -11,7 +11,8 @@ business (vLLM 0.1.4 and the artifact's Parrot did not).
 The artifact kills the stream when the chain ends. Here background apps are ``background=True``
 (the simulator stops when every foreground app is done) and arrive over ``background_horizon``
 seconds, which must outlast the chain (default 1800 s; the slowest baseline chain in the paper
-takes a few minutes).
+takes a few minutes). They come as a stream after the chain (:class:`AppsThenStream`): the
+simulator makes each one as it arrives, so the arrivals past the chain's end cost nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from parrotsim.workloads.app import App, Call, SubmitMode, Text
+from parrotsim.workloads.app_stream import AppsThenStream, SingleCallApps
 from parrotsim.workloads.arrivals import ArrivalProcess, arrivals_until
 from parrotsim.workloads.arxiv import DocSet
 from parrotsim.workloads.registry import WorkloadConfig, register_workload
@@ -39,6 +41,16 @@ def background_apps(times: np.ndarray, prompt_tokens: int = BACKGROUND_PROMPT_TO
                 calls=(Call("call", prompt, "out", output_tokens),), outputs=("out",),
                 kind="background", background=True)
             for i, t in enumerate(times)]
+
+
+def background_stream(times: np.ndarray, prompt_tokens: int = BACKGROUND_PROMPT_TOKENS,
+                      output_tokens: int = BACKGROUND_OUTPUT_TOKENS) -> SingleCallApps:
+    """The apps :func:`background_apps` lists, as a stream made on demand."""
+    prompt = (Text(f"background/test{prompt_tokens - 1}", prompt_tokens),)
+    n = len(times)
+    return SingleCallApps(times, np.full(n, output_tokens), np.full(n, prompt_tokens),
+                          app_id="bg-{}".format, prompt=lambda _i: prompt, kind="background",
+                          background=True)
 
 
 @register_workload
@@ -65,10 +77,10 @@ class ChainWithBackground(WorkloadConfig):
         check_docs(self.doc_set, self.docs, self.chunk_size)
         return self
 
-    def build(self, rng: np.random.Generator) -> list[App]:
+    def build(self, rng: np.random.Generator) -> AppsThenStream:
         apps = [chain_summary_app(f"chain-{d}", self.start, self.doc_set, d, self.chunk_size,
                                   self.output_len, self.submit) for d in self.docs]
         times = arrivals_until(rng, self.background_rate, self.background_horizon,
                                self.background_arrival, start=self.start)
-        return apps + background_apps(times, self.background_prompt_tokens,
-                                      self.background_output_len)
+        return AppsThenStream(apps, background_stream(times, self.background_prompt_tokens,
+                                                      self.background_output_len))

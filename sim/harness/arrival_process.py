@@ -13,15 +13,16 @@ id counter swapped for a reserved counter of negative ids, so its events keep th
 no other event of equal time and priority, in app order. Times are equal too: the arrival fires
 at the app's arrival time itself (queued at that absolute time, not as now plus a delay), so a
 client's ``arrival - now + delay`` sums round as they did at time 0. Random draws keep their
-order because the apps start in stream order, which is arrival order. This holds for any event
-already queued at set-up only if it cannot tie (none of NORMAL priority: :func:`can_start_lazily`).
+order because the apps start in stream order, which is arrival order. Events queued before the
+stream begins (apps started up front ahead of it) are renumbered below the reserved ids, in their
+order, so they keep their rank ahead of the stream's (:meth:`ArrivalProcess.begin`).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heapify, heappush
 
 import simpy
 from simpy.core import NORMAL
@@ -59,7 +60,19 @@ class ArrivalProcess:
         self._callbacks = [self._arrive]  # never changed: shared by every firing
 
     def begin(self) -> None:
-        """Queue the first arrival (call where the up-front run would start every app)."""
+        """Queue the first arrival (call where the up-front run would start the stream's apps:
+        after the apps started before it, an ``AppsThenStream``'s front).
+
+        The events already queued (those apps' first events) had ids below the stream's in
+        the up-front run; here the stream's take reserved ids, so the queued ones are given
+        ids below the reserved range, in their order: they keep their rank ahead of the
+        stream's at equal time and priority."""
+        queue = self.env._queue
+        if queue:
+            queued = sorted(queue, key=lambda item: item[2])
+            below = RESERVED_FROM - len(queued)
+            queue[:] = [(t, p, below + rank, e) for rank, (t, p, _, e) in enumerate(queued)]
+            heapify(queue)
         self._queue_next()
 
     def client_events(self) -> int:

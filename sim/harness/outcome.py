@@ -20,7 +20,7 @@ from parrotsim.sim.model.call_log import CallLog
 from parrotsim.sim.model.engine import Engine
 from parrotsim.sim.model.metrics import RunResult, engine_table, summarize
 from parrotsim.workloads.app import App
-from parrotsim.workloads.app_stream import SingleCallApps
+from parrotsim.workloads.app_stream import AppsThenStream, SingleCallApps
 
 APP_COLUMNS = ["app_id", "kind", "background", "arrival", "end", "calls"]
 
@@ -43,17 +43,30 @@ def run_result(apps: Sequence[App], ends: np.ndarray, log: CallLog, engines: lis
     completed at its client (NaN: it failed, or had not completed), ``log`` holds every call
     sent, ``bytes_per_block`` is the size of one KV block."""
     if isinstance(apps, SingleCallApps):  # the apps table from the stream's arrays
-        n = len(apps)
-        app_df = pd.DataFrame({
-            "app_id": apps.ids(), "kind": [apps.kind] * n, "background": np.zeros(n, bool),
-            "arrival": apps.arrivals, "end": ends, "calls": np.ones(n, np.int64),
-        }, columns=APP_COLUMNS)
+        app_df = _stream_table(apps, ends)
+    elif isinstance(apps, AppsThenStream):
+        k = len(apps.front)
+        app_df = pd.concat([_list_table(apps.front, ends[:k]),
+                            _stream_table(apps.stream, ends[k:])], ignore_index=True)
     else:
-        app_df = pd.DataFrame([{
-            "app_id": a.app_id, "kind": a.kind, "background": a.background,
-            "arrival": a.arrival, "end": e, "calls": len(a.calls),
-        } for a, e in zip(apps, ends.tolist(), strict=True)], columns=APP_COLUMNS)
+        app_df = _list_table(apps, ends)
     app_df["latency"] = app_df["end"] - app_df["arrival"]
     calls = log.table()
     engine_df = engine_table(engines, bytes_per_block, end)
     return RunResult(calls, app_df, engine_df, summarize(calls, app_df, engine_df))
+
+
+def _list_table(apps: Sequence[App], ends: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "app_id": a.app_id, "kind": a.kind, "background": a.background,
+        "arrival": a.arrival, "end": e, "calls": len(a.calls),
+    } for a, e in zip(apps, ends.tolist(), strict=True)], columns=APP_COLUMNS)
+
+
+def _stream_table(apps: SingleCallApps, ends: np.ndarray) -> pd.DataFrame:
+    """The apps table of a stream, from its arrays (no app is made)."""
+    n = len(apps)
+    return pd.DataFrame({
+        "app_id": apps.ids(), "kind": [apps.kind] * n, "background": np.full(n, apps.background),
+        "arrival": apps.arrivals, "end": ends, "calls": np.ones(n, np.int64),
+    }, columns=APP_COLUMNS)

@@ -41,6 +41,7 @@ import numpy as np
 
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.harness.config import RunConfig
+from parrotsim.workloads.app_stream import total_calls
 
 BASE_BYTES = 140 * 2**20
 CALL_BYTES = 3_400
@@ -120,7 +121,7 @@ def _scaled(workload: Any, knob: str) -> tuple[int, int]:
 
 def _count(workload: Any) -> tuple[int, int]:
     apps = workload.build(np.random.default_rng(0))
-    return len(apps), sum(len(app.calls) for app in apps)
+    return len(apps), total_calls(apps)
 
 
 def available_memory() -> int | None:

@@ -45,26 +45,28 @@ from parrotsim.sim.model.profile import (
 from parrotsim.sim.model.sequence import Sequence
 from parrotsim.sim.model.stale_timers import stale_timers
 from parrotsim.workloads.app import App, validate_apps
-from parrotsim.workloads.app_stream import SingleCallApps
+from parrotsim.workloads.app_stream import AppsThenStream, SingleCallApps
 
 #: makes engine ``i`` of a run; called as ``Engine`` is (the real-GPU replay passes a subclass
 #: whose iterations run a forward pass, :mod:`parrotsim.calibrate.replay.real_engine`)
 EngineFactory = Callable[..., Engine]
 
 
-Apps = list[App] | SingleCallApps
+Apps = list[App] | SingleCallApps | AppsThenStream
 
 
 def build_apps(cfg: RunConfig) -> Apps:
     """The run's apps, generated from the workload stream of its seed and validated: a list,
-    or a :class:`~parrotsim.workloads.app_stream.SingleCallApps` stream whose apps are made
-    as they arrive."""
+    a :class:`~parrotsim.workloads.app_stream.SingleCallApps` stream whose apps are made
+    as they arrive, or a few apps then such a stream (``AppsThenStream``)."""
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[0])
     return _validated(cfg.workload.build(rng))
 
 
 def _validated(apps: Apps) -> Apps:
-    return apps.validate() if isinstance(apps, SingleCallApps) else validate_apps(apps)
+    if isinstance(apps, SingleCallApps | AppsThenStream):
+        return apps.validate()
+    return validate_apps(apps)
 
 
 def simulate(cfg: RunConfig, apps: Apps | None = None,
@@ -82,8 +84,9 @@ def simulate(cfg: RunConfig, apps: Apps | None = None,
     manager, policies, KV accounting - is this model's own).
 
     A stream of apps run on a fresh clock is started lazily (each app made and started when it
-    arrives, :mod:`parrotsim.sim.harness.arrival_process`), with the same events and results
-    as starting every app up front, which is what a list of apps gets."""
+    arrives, :mod:`parrotsim.sim.harness.arrival_process`; behind an ``AppsThenStream``'s
+    front apps, which start up front), with the same events and results as starting every app
+    up front, which is what a list of apps gets."""
     with _rare_collections():
         return _simulate(cfg, apps, profile, validate, recorder, env, make_engine)
 
@@ -163,9 +166,10 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
                       on_reject=lambda info: client_ref[0].on_failed(info))
     manager_ref.append(manager)
 
-    lazy = isinstance(apps, SingleCallApps) and can_start_lazily(env)
-    foreground = [len(apps) if isinstance(apps, SingleCallApps)
-                  else sum(1 for a in apps if not a.background)]
+    front, stream = _front_and_stream(apps)
+    lazy = stream is not None and can_start_lazily(env)
+    foreground = [sum(1 for a in front if not a.background)
+                  + (len(stream) if stream is not None and not stream.background else 0)]
     ends = np.full(len(apps), np.nan)  # by app rank: when the app completed at its client
     all_done = env.event()
 
@@ -194,11 +198,14 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
                                  lambda: next(uid), share_prefixes=cfg.cluster.prefix_cache,
                                  log=log)
     client_ref.append(client)
-    arrivals = ArrivalProcess(env, apps, client.start) if lazy else None
-    if arrivals is not None:
+    for app in front:
+        client.start(app)
+    if lazy:
+        arrivals = ArrivalProcess(env, stream, client.start)
         arrivals.begin()
     else:
-        for app in apps:
+        arrivals = None
+        for app in stream if stream is not None else ():
             client.start(app)
     if foreground[0]:  # as env.run(until=all_done), but a stall is told apart from the end
         all_done.callbacks.append(StopSimulation.callback)
@@ -219,6 +226,15 @@ def _simulate(cfg: RunConfig, apps: Apps | None, profile: Profile | None,
                       "recompute outgrew max_num_batched_tokens); their output_len in the calls "
                       "table is what they got", IgnoredCallsWarning, stacklevel=3)
     return result
+
+
+def _front_and_stream(apps: Apps) -> tuple[list[App], SingleCallApps | None]:
+    """The apps started before the run, and the stream started as it arrives (or None)."""
+    if isinstance(apps, SingleCallApps):
+        return [], apps
+    if isinstance(apps, AppsThenStream):
+        return apps.front, apps.stream
+    return apps, None
 
 
 class IgnoredCallsWarning(UserWarning):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from parrotsim.workloads.app import AppError, CallHints, Text, single_call_app
-from parrotsim.workloads.app_stream import SingleCallApps, total_calls
+from parrotsim.workloads.app_stream import AppsThenStream, SingleCallApps, total_calls
 from parrotsim.workloads.arrivals import arrival_times
 from parrotsim.workloads.gpts import Gpts, gpts_apps
 from parrotsim.workloads.sharegpt import ShareGptChat, chat_apps, sample_lengths
@@ -71,3 +71,28 @@ def test_gpts_stream_equals_the_per_call_list():
     assert built == by_hand
     assert built.prompt_tokens.tolist() == [sum(p.tokens for p in a.calls[0].prompt)
                                             for a in by_hand]
+
+
+def test_apps_then_a_stream_read_as_one_list():
+    front = [single_call_app("y-0", 0.0, (Text("y", 2),), 3, kind="y"),
+             single_call_app("y-1", 0.0, (Text("y", 2),), 3, kind="y")]
+    s = stream([0.5, 1.0, 2.0])
+    both = AppsThenStream(front, s)
+    expected = front + list(s)
+    assert len(both) == 5 and both == expected and list(both) == expected
+    assert both[1] == front[1] and both[2] == s[0] and both[-1] == s[2]
+    assert both[1:4] == expected[1:4] and total_calls(both) == 5
+    assert both.validate() is both
+    with pytest.raises(IndexError):
+        both[5]
+    clash = AppsThenStream([single_call_app("x-1", 0.0, (Text("y", 2),), 3)], s)
+    with pytest.raises(AppError, match="two apps share the id 'x-1'"):
+        clash.validate()
+
+
+def test_a_background_stream_makes_background_apps():
+    s = SingleCallApps(np.array([1.0]), np.array([4]), np.array([2]), app_id="b-{}".format,
+                       prompt=lambda i: (Text("b", 2),), kind="background", background=True)
+    (app,) = list(s)
+    assert app.background and app == single_call_app("b-0", 1.0, (Text("b", 2),), 4,
+                                                      kind="background", background=True)
