@@ -90,34 +90,40 @@ NOTES: dict[str, Why] = {
         "output token), Baseline w/ Sharing 0.6 % slow, and the re-run's own ratio is 1.55. "
         + BING_STEPS),
     "fig17.vs_vllm": Why(
-        "Parrot crosses 100 ms/token at 5.2 req/s against the re-run's 6.9 (its runs at 4-8 "
-        "req/s 32-58 % slow), the baseline at 0.89 against 0.74",
-        "the baseline crosses close to the artifact's re-run, Parrot earlier: Parrot at 5.2 "
-        "req/s against 6.9, Baseline (vLLM) at 0.89 against 0.74, whose lightly loaded runs are "
-        "simulated 24-28 % fast while Parrot's are within 1.1-2.1 % and its runs at 4-8 req/s "
-        "32-58 % slow (bench/artifact_runs.py); the re-run's own ratio is 9.3. Parrot saturates "
-        "because the artifact's manager admitted 262,144 tokens of calls per engine (its "
-        "default tokens_capacity; a Productivity call counts 8,148), which spreads each app "
-        "over engines, and its 2023 kernel served one prefix per batch: the model runs batches "
-        "mixing two apps' prompts with the paged kernel. The artifact's code instead served "
-        "every decode the batch's first job's prefix (wrong outputs for the others); costed so, "
-        "the simulated Parrot crosses only at 24 req/s and is 44 % fast at 8 req/s, so what "
-        "saturated the real engine is not found"),
+        "Parrot crosses 100 ms/token at {parrot@100.0} against the re-run's 6.9 (its runs at "
+        "4-8 req/s 40-64 % slow), the baseline at {baseline_vllm@100.0} against 0.74",
+        "over 10 seeds Parrot crosses earlier than the artifact's re-run and the baseline "
+        "later: Parrot at {parrot@100.0} against 6.9, Baseline (vLLM) at "
+        "{baseline_vllm@100.0} against 0.74 (the re-run has no point between 0.5 and 1.25 "
+        "req/s; the simulated baseline is 24-30 % fast at 0.25-0.5 req/s and 9-13 % slow at "
+        "1.25-2). Parrot is within 2.8 % at 2 req/s but 22 % slow at 1 (in one seed of ten the "
+        "first calls of two apps land on one engine, which then serves both prompts: 95 "
+        "against 32 ms/token) and 40-64 % slow at 4-8 req/s (bench/artifact_runs.py); the "
+        "re-run's own ratio is 9.3. Parrot saturates because the artifact's manager admitted "
+        "262,144 tokens of calls per engine (its default tokens_capacity; a Productivity call "
+        "counts 8,148), which spreads each app over engines, and its 2023 kernel served one "
+        "prefix per batch: the model runs batches mixing two apps' prompts with the paged "
+        "kernel. The artifact's code instead served every decode the batch's first job's "
+        "prefix (wrong outputs for the others); costed so (a what-if at seed 0, 2026-12-04, "
+        "not shipped), the simulated Parrot crossed only at 24 req/s and was 44 % fast at 8 "
+        "req/s, so what saturated the real engine is not found"),
     "fig17.vs_paged": Why(
         "the paper's 2.4x is below its own artifact's re-run (3.0x: 6.9 and 2.27 req/s); "
-        "simulated 5.2 and 2.02 req/s",
+        "simulated {parrot@100.0} and {parrot_paged_attention@100.0}",
         "the paper's 2.4x is below its own artifact's re-run, which crosses at 6.9 req/s "
-        "(Parrot) and 2.27 (w/ PagedAttention), 3.0x; the simulator crosses at 5.2 and 2.02 "
-        "(bench/artifact_runs.py)"),
+        "(Parrot) and 2.27 (w/ PagedAttention), 3.0x; over 10 seeds the simulator crosses at "
+        "{parrot@100.0} and {parrot_paged_attention@100.0} (bench/artifact_runs.py)"),
     "fig17.wo_sched_vs_vllm": Why(
         "spread by free slots, most batches mix the four apps' prompts and run the paged "
-        "kernel: w/o Scheduling crosses at 1.90 req/s, the baseline at 0.89",
+        "kernel: w/o Scheduling crosses at {parrot_without_affinity@100.0}, the baseline at "
+        "{baseline_vllm@100.0}",
         "spread by free slots, every engine caches all four apps' prompts (99.8 % of prompt "
-        "tokens served from them, " + MEASURED + "), and most batches mix prompts, which "
-        "Parrot's 2023 kernel (one prefix per batch) ran with vLLM 0.1.4's paged kernel: Parrot "
-        "w/o Scheduling crosses at 1.90 req/s, Baseline (vLLM) at 0.89; on vLLM 0.1.4's kernel "
-        "too, as the baseline ran it, the baseline crosses at 0.71: 2.68x against the paper's "
-        "3x (" + MEASURED + ")"),
+        "tokens served from them at 12 req/s, seed 0, " + MEASURED + "), and most batches mix "
+        "prompts, which Parrot's 2023 kernel (one prefix per batch) ran with vLLM 0.1.4's "
+        "paged kernel: over 10 seeds Parrot w/o Scheduling crosses at "
+        "{parrot_without_affinity@100.0}, Baseline (vLLM) at {baseline_vllm@100.0}; on vLLM "
+        "0.1.4's kernel too, as the baseline ran it, the baseline crosses at 0.83 req/s: 2.43x "
+        "against the paper's 3x (" + MEASURED + ")"),
     "fig18a.vs_latency": Why(
         "the simulated Baseline (Latency) is 20.8 % fast against the re-run at 16 files (1673 "
         "against 2113 s); the re-run's own ratio is 9.85",

@@ -31,7 +31,13 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.reports.claim_notes import NOT_EXPLAINED, NOTES
-from parrotsim.reports.derive import RATE_LOWER_BOUND, RATE_UPPER_BOUND, SUSTAINABLE_PANEL
+from parrotsim.reports.derive import (
+    RATE_CROSSING,
+    RATE_LOWER_BOUND,
+    RATE_UPPER_BOUND,
+    SUSTAINABLE_PANEL,
+    crossing_rate,
+)
 from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, SPREAD_QUANTILES
 
 TOLERANCE = 0.15
@@ -208,14 +214,31 @@ def direction(paper: float, sim: float, bound: str = "") -> tuple[bool, str]:
     return ok, "" if ok else "simulated ratio points the other way from the paper's"
 
 
-def _seed_ratios(per_run: pd.DataFrame | None, claim: Claim) -> pd.Series:
-    """Fig 19: ``slower / faster`` per seed (the seed draws the workload, the same for both)."""
+def _seed_ratios(per_run: pd.DataFrame | None, claim: Claim) -> tuple[pd.Series, int]:
+    """``slower / faster`` per seed (the seed draws the workload, the same for both series),
+    and the number of seeds drawn. A Fig 17 rate claim compares each seed's crossing rates
+    (``derive.crossing_rate`` on that seed's curve); a seed where either is only a bound gives
+    no ratio."""
     if per_run is None or per_run.empty:
-        return pd.Series(dtype=float)
-    rows = per_run[(per_run["figure"] == claim.figure) & (per_run["panel"] == claim.panel)]
-    by = {s: rows[rows["series"] == s].set_index("seed")["value"]
-          for s in (claim.slower, claim.faster)}
-    return (by[claim.slower] / by[claim.faster]).dropna()
+        return pd.Series(dtype=float), 0
+    rows = per_run[per_run["figure"] == claim.figure]
+    if claim.panel != SUSTAINABLE_PANEL:
+        rows = rows[rows["panel"] == claim.panel]
+        if claim.x is not None and claim.figure != "fig19":
+            rows = rows[rows["x"].astype(str) == str(claim.x)]
+    draws = rows["seed"].nunique()
+    by = {}
+    for series in (claim.slower, claim.faster):
+        mine = rows[rows["series"] == series]
+        if claim.panel == SUSTAINABLE_PANEL:
+            by[series] = pd.Series({
+                seed: rate for seed, g in mine.groupby("seed")
+                for rate, metric, _ in [crossing_rate(list(zip(
+                    g["x"].astype(float), g["value"], g["oom"].astype(bool), strict=True)))]
+                if metric == RATE_CROSSING}, dtype=float)
+        else:
+            by[series] = mine.set_index("seed")["value"]
+    return (by[claim.slower] / by[claim.faster]).dropna(), draws
 
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)@([^/{}]+)(?:/([a-z_]+)@([^/{}]+))?\}")
@@ -304,18 +327,18 @@ def evaluate(tidy: pd.DataFrame, per_run: pd.DataFrame | None = None,
                 if every[where]:
                     causes.append(fact + " (held work back where the real engine, which does "
                                   "not check, would fail)")
-            runs = [slow.loc[a].get("runs", np.nan) for a, _ in pairs]
-            if c.figure == "fig19" and runs and pd.notna(runs[0]):
-                notes.append(f"mean over {int(runs[0])} seeds")
-            ratios = _seed_ratios(per_run, c)
-            if len(ratios) > 1:
-                lo, hi = ratios.quantile([lo_q, hi_q])
-                span = (f"per-seed ratio {round(100 * lo_q)}th-{round(100 * hi_q)}th "
-                        f"percentile {lo:.2f}-{hi:.2f}")
-                notes.append(span)
-                if lo <= c.paper <= hi:
-                    causes.append(f"the paper's {c.paper:g}x lies within the {span} "
-                                  f"({len(ratios)} draws; the paper measured one)")
+        ratios, draws = _seed_ratios(per_run, c)
+        if draws > 1:
+            notes.append(f"mean over {draws} seeds")
+        if len(ratios) > 1:
+            lo, hi = ratios.quantile([lo_q, hi_q])
+            span = (f"per-seed ratio {round(100 * lo_q)}th-{round(100 * hi_q)}th "
+                    f"percentile {lo:.2f}-{hi:.2f}")
+            notes.append(span + ("" if len(ratios) == draws
+                                 else f" ({len(ratios)} of {draws} seeds give a ratio)"))
+            if lo <= c.paper <= hi:
+                causes.append(f"the paper's {c.paper:g}x lies within the {span} "
+                              f"({len(ratios)} draws; the paper measured one)")
         finite = bool(np.isfinite(sim))
         within = bool(finite and not bound and abs(sim / c.paper - 1) <= TOLERANCE)
         ok, lean = direction(c.paper, sim, bound)

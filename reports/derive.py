@@ -1,13 +1,14 @@
 """From experiment summaries to the report's tidy rows.
 
 A tidy row is ``figure, panel, series, x_name, x, metric, value, unit, oom, runs, oom_runs, lo,
-hi``. ``value`` is the mean of ``metric`` over the ``runs`` runs (documents, seeds) of one series
-at one x. ``oom``: a run used Parrot's engine, which allocates KV blocks without checking (the
+hi, seeds``. ``value`` is the mean of ``metric`` over the ``runs`` runs (documents, seeds) of one
+series at one x; ``seeds`` is how many seeds those runs span. ``oom``: a run used Parrot's engine, which allocates KV blocks without checking (the
 artifact's runs crashed when they ran out), and the simulated engine had to hold work back for
 lack of blocks; ``oom_runs`` of the ``runs`` did. Such points are drawn as crosses and flagged in
 the headline comparisons. vLLM's engine preempts when its blocks run out, so its runs are never
-out of memory. ``lo``/``hi``: for a ``spread`` panel (Fig 19) the 10th and 90th percentile of the
-per-run values (``SPREAD_QUANTILES``), drawn as error bars; empty elsewhere.
+out of memory. ``lo``/``hi``: for a ``spread`` panel (Figs 12a, 17, 19: those whose values move with the seed's
+draw) the 10th and 90th percentile (``SPREAD_QUANTILES``) of the per-seed values, each the mean
+over that seed's runs (Fig 12a's ten documents), drawn as error bars; empty elsewhere.
 
 Fig 17 adds one ``sustainable rate`` row per series (x = the threshold): the request rate at which
 its normalized latency crosses ``FIG17_THRESHOLD_MS``, interpolated linearly between the last
@@ -29,7 +30,7 @@ import pandas as pd
 from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SPREAD_QUANTILES, Panel
 
 TIDY_COLUMNS = ["figure", "panel", "series", "x_name", "x", "metric", "value", "unit", "oom",
-                "runs", "oom_runs", "lo", "hi"]
+                "runs", "oom_runs", "lo", "hi", "seeds"]
 #: metric names of Fig 17's sustainable-rate rows, by what the value is
 RATE_CROSSING = "sustainable_rate"
 RATE_LOWER_BOUND = "sustainable_rate_lower_bound"
@@ -57,26 +58,34 @@ def panel_rows(panel: Panel, summary: pd.DataFrame, results: Path) -> list[dict]
         oom_runs = int(((group["cluster.engine.policy"] == "parrot")
                         & (group["memory_stalls"] > 0)).sum())
         values = group[panel.metric].astype(float) * panel.scale
-        lo, hi = (values.quantile(list(SPREAD_QUANTILES)).tolist() if panel.spread
+        per_seed = values.groupby(group["seed"]).mean()
+        lo, hi = (per_seed.quantile(list(SPREAD_QUANTILES)).tolist() if panel.spread
                   else (np.nan, np.nan))
         out.append({"figure": panel.figure, "panel": panel.panel, "series": series,
                     "x_name": panel.x_name, "x": x, "metric": panel.report_metric,
                     "value": float(values.mean()), "unit": panel.unit, "oom": oom_runs > 0,
-                    "runs": len(group), "oom_runs": oom_runs, "lo": lo, "hi": hi})
+                    "runs": len(group), "oom_runs": oom_runs, "lo": lo, "hi": hi,
+                    "seeds": len(per_seed)})
     if panel.figure == "fig17":
         out += sustainable_rates(panel.figure, out)
     return out
 
 
 def panel_runs(panel: Panel, summary: pd.DataFrame) -> list[dict]:
-    """A ``spread`` panel's per-run values (``figure, panel, series, x, seed, value``), from
-    which the claims read the spread of a per-seed ratio; nothing for other panels."""
+    """A ``spread`` panel's per-seed values (``figure, panel, series, x, seed, value, oom``:
+    the mean over the seed's runs at that x, and whether one of them used Parrot's engine and
+    ran short of KV blocks), from which the claims read the spread of a per-seed ratio;
+    nothing for other panels."""
     if not panel.spread:
         return []
-    rows = _select(summary, panel.where)
-    return [{"figure": panel.figure, "panel": panel.panel, "series": r["variant"],
-             "x": r[panel.x], "seed": r["seed"], "value": float(r[panel.metric]) * panel.scale}
-            for _, r in rows.iterrows()]
+    rows = _select(summary, panel.where).copy()
+    rows["_value"] = rows[panel.metric].astype(float) * panel.scale
+    rows["_oom"] = (rows["cluster.engine.policy"] == "parrot") & (rows["memory_stalls"] > 0)
+    keys = ["variant", panel.x, "seed"]
+    seeds = rows.groupby(keys, sort=True).agg(value=("_value", "mean"), oom=("_oom", "any"))
+    return [{"figure": panel.figure, "panel": panel.panel, "series": variant, "x": x,
+             "seed": seed, "value": float(r.value), "oom": bool(r.oom)}
+            for (variant, x, seed), r in seeds.iterrows()]
 
 
 def _latency_diff(panel: Panel, summary: pd.DataFrame, results: Path) -> list[dict]:
@@ -91,7 +100,7 @@ def _latency_diff(panel: Panel, summary: pd.DataFrame, results: Path) -> list[di
     return [{"figure": "fig13", "panel": "", "series": "baseline_vllm - parrot",
              "x_name": panel.x_name, "x": i, "metric": panel.report_metric,
              "value": float(diff[a]), "unit": panel.unit, "oom": False, "runs": 1,
-             "oom_runs": 0, "lo": np.nan, "hi": np.nan}
+             "oom_runs": 0, "lo": np.nan, "hi": np.nan, "seeds": 1}
             for i, a in enumerate(order)]
 
 
@@ -129,5 +138,6 @@ def sustainable_rates(figure: str, rows: list[dict]) -> list[dict]:
         out.append({"figure": figure, "panel": SUSTAINABLE_PANEL, "series": series,
                     "x_name": "threshold (ms/token)", "x": FIG17_THRESHOLD_MS,
                     "metric": metric, "value": rate, "unit": "req/s", "oom": oom,
-                    "runs": np.nan, "oom_runs": np.nan, "lo": np.nan, "hi": np.nan})
+                    "runs": np.nan, "oom_runs": np.nan, "lo": np.nan, "hi": np.nan,
+                    "seeds": np.nan})
     return out

@@ -3,9 +3,9 @@
 No axis clips data: each panel's y range holds every finite value of its rows (out-of-memory
 points included) and zero, and a panel with negative values (Fig 13: apps Parrot slowed) draws
 its bars below a zero line. A point whose run ran out of KV memory is a cross at zero in its
-series' own colour, with a legend entry "<series>: out of memory". A ``spread`` panel (Fig 19)
-draws the mean of its seeds with error bars from the tidy ``lo``/``hi`` columns (10th-90th
-percentile), said in its legend; Fig 17 marks each series' interpolated crossing of the
+series' own colour, with a legend entry "<series>: out of memory". A ``spread`` panel (Figs 12a,
+17, 19) draws the mean of its seeds with error bars from the tidy ``lo``/``hi`` columns (10th-90th
+percentile of the per-seed values), said in its legend; Fig 17 marks each series' interpolated crossing of the
 threshold with a triangle on the threshold line. Each figure is titled with the paper's caption
 (``parrotsim.reports.spec.title``).
 """
@@ -110,12 +110,19 @@ def _lines(ax, rows: pd.DataFrame, panel: Panel, rates: pd.DataFrame) -> None:
         label = SERIES_LABELS.get(series, series)
         (line,) = ax.plot(x[~oom], y[~oom], marker="o", ms=4, label=label,
                           color=COLORS.get(series))
+        if panel.spread:
+            lo, hi = (group[c].to_numpy(dtype=float)[~oom] for c in ("lo", "hi"))
+            ax.errorbar(x[~oom], y[~oom], yerr=[y[~oom] - lo, hi - y[~oom]], fmt="none",
+                        ecolor=line.get_color(), elinewidth=0.8, capsize=2)
         if oom.any():
             _oom_mark(ax, list(x[oom]), line.get_color(), label)
     if panel.figure == "fig17":
         ax.axhline(FIG17_THRESHOLD_MS, color="gray", ls="--", lw=1,
                    label=f"{FIG17_THRESHOLD_MS:g} ms/token (sustained)")
         _crossings(ax, rates)
+    if panel.spread:  # one legend entry for every series' whiskers
+        ax.errorbar([], [], yerr=[], fmt="none", ecolor="black", elinewidth=0.8, capsize=2,
+                    label=spread_label(rows))
     _legend(ax)
 
 
@@ -168,10 +175,14 @@ def _spread(ax, rows: pd.DataFrame) -> None:
     entry saying what they are and over how many runs."""
     value = rows["value"].to_numpy(dtype=float)
     lo, hi = rows["lo"].to_numpy(dtype=float), rows["hi"].to_numpy(dtype=float)
-    runs = rows["runs"].dropna()
-    n = f" {int(runs.min())}" if len(runs) and runs.min() == runs.max() else ""
-    q0, q1 = (round(100 * q) for q in SPREAD_QUANTILES)
     ax.errorbar(range(len(rows)), value, yerr=[value - lo, hi - value], fmt="none",
-                ecolor="black", elinewidth=1, capsize=4,
-                label=f"mean of{n} seeds; error bars: {q0}th-{q1}th percentile")
+                ecolor="black", elinewidth=1, capsize=4, label=spread_label(rows))
     ax.legend(fontsize=7, loc="upper right")
+
+
+def spread_label(rows: pd.DataFrame) -> str:
+    """What a spread panel's error bars are: the seeds its points average (when all alike)."""
+    seeds = rows["seeds"].dropna() if "seeds" in rows else pd.Series(dtype=float)
+    n = f" {int(seeds.min())}" if len(seeds) and seeds.min() == seeds.max() else ""
+    q0, q1 = (round(100 * q) for q in SPREAD_QUANTILES)
+    return f"mean of{n} seeds; error bars: {q0}th-{q1}th percentile"

@@ -56,10 +56,13 @@ PANELS: list[Panel] = [
     P("fig11b", "fig11", "workload.chunk_size", "chunk size (tokens)", "mean_jct",
       "mean_e2e_latency", "s", "average latency (s)", {"workload.output_len": 50},
       setup=f"Chain summary, output 50; {CHAIN}"),
+    # Figs 12a, 17 and 19 move with the seed's draw (bench/seed_spread.py): each point is the
+    # mean over the experiment's seeds, with the 10th-90th percentile of the per-seed values
     P("fig12a", "fig12a", "workload.background_rate", "background request rate (req/s)",
-      "mean_jct", "mean_e2e_latency", "s", "average latency (s)",
-      setup=f"Chain summary (chunk 1024, output 50) with 513/50-token background requests; "
-            f"{CHAIN}"),
+      "mean_jct", "mean_e2e_latency", "s", "average latency (s)", spread=True,
+      setup=f"Chain summary (chunk 1024, output 50) with 513/50-token background requests "
+            f"(Poisson); {CHAIN}; mean of 10 seeds, error bars: 10th-90th percentile of the "
+            f"per-seed means"),
     P("fig12b", "fig12b", "workload.first_docs", "number of apps", "mean_jct", "mean_jct", "s",
       "average JCT (s)", kind="bar",
       setup="N concurrent chain summaries (chunk 2048, output 50); 1x A100-80GB, LLaMA-13B"),
@@ -86,8 +89,10 @@ PANELS: list[Panel] = [
       setup="Bing Copilot, one wave of 64 requests (the artifact's script), batch 64; "
             "1x A100-80GB, LLaMA-7B"),
     P("fig17", "fig17", "workload.rate", "request rate (req/s)", "normalized_latency",
-      "normalized_latency", "ms", "normalized latency (ms/token)",
-      setup="Four GPTs apps 1:1:1:1, Poisson; 4x RTX A6000, LLaMA-7B"),
+      "normalized_latency", "ms", "normalized latency (ms/token)", spread=True,
+      setup="Four GPTs apps 1:1:1:1, Poisson; 4x RTX A6000, LLaMA-7B; mean of 10 seeds "
+            "(crossings read on the mean curves), error bars: 10th-90th percentile of the "
+            "per-seed values"),
     P("fig18a", "fig18", "workload.files", "number of files", "mean_jct", "mean_e2e_latency",
       "s", "average latency (s)", kind="bar",
       setup="MetaGPT (10 rounds of N parallel calls); 1x A100-80GB, LLaMA-13B"),
@@ -96,8 +101,7 @@ PANELS: list[Panel] = [
     P("fig18b", "fig18", "workload.files", "number of files", "peak_kv_memory",
       "peak_kv_memory", "GiB", "peak KV cache memory (GiB)", kind="bar", scale=GB_TO_GIB,
       setup="MetaGPT KV cache memory; 1x A100-80GB (LLaMA-13B: 12.5 MiB per 16-token block)"),
-    # Fig 19 depends on which 40 chats a seed draws: every panel is the mean over the experiment's
-    # seeds with the 10th-90th percentile of the per-seed values as error bars
+    # Fig 19 depends on which 40 chats a seed draws
     P("fig19", "fig19", "variant", "system", "chat_normalized_latency", "normalized_latency",
       "ms", "chat normalized latency (ms/token)", panel="chat normalized latency", kind="bar",
       spread=True,

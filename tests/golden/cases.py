@@ -34,7 +34,7 @@ CASES: dict[str, tuple[str, dict[str, list[Any]]]] = {
     # slots driver, shared-prefix vs paged kernel, Parrot engine short of blocks
     "fig15": ("paper/fig15", {}),
     # four engines: prefix-affinity placement with a prefix TTL, shortest queue + vLLM
-    "fig17_rates_1_4": ("paper/fig17", {"workload.rate": [1, 4]}),
+    "fig17_rates_1_4": ("paper/fig17", {"workload.rate": [1, 4], "seed": [0]}),
     # MetaGPT rounds: DAG-aware manager, forked round prefixes, vLLM preempting
     "fig18": ("paper/fig18", {}),
     # chat + map-reduce: tgi engine scheduler, per-call hints, four engines

@@ -46,7 +46,8 @@ def _tidy() -> pd.DataFrame:
                          "unit": p.unit, "oom": x in OOM.get((p.figure, series), ()),
                          "runs": 20 if p.spread else 1, "oom_runs": 0,
                          "lo": 0.6 * value if p.spread else np.nan,
-                         "hi": 1.9 * value if p.spread else np.nan})
+                         "hi": 1.9 * value if p.spread else np.nan,
+                         "seeds": 20 if p.spread else 1})
     return pd.DataFrame(rows, columns=TIDY_COLUMNS).drop_duplicates(
         ["figure", "panel", "series", "x"], keep="last")
 
@@ -148,6 +149,21 @@ def test_fig19_draws_error_bars_and_says_what_they_are(drawn):
         assert ax.get_ylim()[1] >= mine["hi"].max()  # no whisker clipped
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
         assert legend == ["mean of 20 seeds; error bars: 10th-90th percentile"]
+
+
+@pytest.mark.parametrize("figure", ["fig12a", "fig17"])
+def test_line_panels_over_seeds_draw_each_points_spread(drawn, figure):
+    """Figs 12a and 17 average seeds: a whisker in the series' colour at every point that ran
+    (none at an out-of-memory cross), reaching the point's hi, and one legend entry for them."""
+    fig, rows = drawn[figure]
+    ax = fig.axes[0]
+    whiskers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    drawn_rows = rows[~rows["oom"].astype(bool)]
+    tops = sorted(max(y for _, y in seg) for c in whiskers for seg in c.lines[2][0].get_segments())
+    assert tops == pytest.approx(sorted(drawn_rows["hi"]))
+    assert ax.get_ylim()[1] >= drawn_rows["hi"].max()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend.count("mean of 20 seeds; error bars: 10th-90th percentile") == 1
 
 
 def test_fig18b_axis_is_in_gib(drawn):
