@@ -31,7 +31,37 @@ from parrotsim.workloads.app import (
 NO_HINTS = CallHints()
 
 
-class SingleCallApps(AbcSequence[App]):
+class LazyApps(AbcSequence[App]):
+    """A read-only sequence of apps made on demand: indexing and slicing make them with
+    :meth:`_app` (``0 <= i < len``), and it equals any sequence of equal apps, as the list it
+    stands for does."""
+
+    def _app(self, i: int) -> App:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> App: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[App]: ...
+
+    def __getitem__(self, i: int | slice) -> App | list[App]:
+        if isinstance(i, slice):
+            return [self._app(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"app index {i} out of range for {n} apps")
+        return self._app(i % n)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, AbcSequence) or len(other) != len(self):
+            return False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+
+class SingleCallApps(LazyApps):
     """``len(arrivals)`` single-call apps of one ``kind``: app ``i`` has id ``app_id(i)``,
     arrives at ``arrivals[i]`` s, sends ``prompt(i)`` and generates ``output_tokens[i]``
     tokens; ``prompt_tokens[i]`` is the length of ``prompt(i)`` (tokens), for validation and
@@ -55,31 +85,10 @@ class SingleCallApps(AbcSequence[App]):
     def __len__(self) -> int:
         return len(self.arrivals)
 
-    @overload
-    def __getitem__(self, i: int) -> App: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[App]: ...
-
-    def __getitem__(self, i: int | slice) -> App | list[App]:
-        if isinstance(i, slice):
-            return [self._make(k) for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(f"app index {i} out of range for {n} apps")
-        return self._make(i % n)
-
     def __iter__(self) -> Iterator[App]:
-        return (self._make(i) for i in range(len(self)))
+        return (self._app(i) for i in range(len(self)))
 
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, AbcSequence) or len(other) != len(self):
-            return False
-        return all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
-
-    def _make(self, i: int) -> App:
+    def _app(self, i: int) -> App:
         return single_call_app(self.app_id(i), float(self.arrivals[i]), self.prompt(i),
                                int(self.output_tokens[i]), kind=self.kind, hints=self.hints,
                                background=self.background)
@@ -116,7 +125,7 @@ class SingleCallApps(AbcSequence[App]):
         return self
 
 
-class AppsThenStream(AbcSequence[App]):
+class AppsThenStream(LazyApps):
     """The apps of ``front`` (made up front), then those of ``stream``: a read-only sequence
     whose indexing and iteration give the apps the list ``front + list(stream)`` holds. The
     simulator starts the apps of ``front`` before the run, then the stream's as they arrive
@@ -129,31 +138,13 @@ class AppsThenStream(AbcSequence[App]):
     def __len__(self) -> int:
         return len(self.front) + len(self.stream)
 
-    @overload
-    def __getitem__(self, i: int) -> App: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[App]: ...
-
-    def __getitem__(self, i: int | slice) -> App | list[App]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n, k = len(self), len(self.front)
-        if not -n <= i < n:
-            raise IndexError(f"app index {i} out of range for {n} apps")
-        i %= n
-        return self.front[i] if i < k else self.stream[i - k]
-
     def __iter__(self) -> Iterator[App]:
         yield from self.front
         yield from self.stream
 
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, AbcSequence) or len(other) != len(self):
-            return False
-        return all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
+    def _app(self, i: int) -> App:
+        k = len(self.front)
+        return self.front[i] if i < k else self.stream._app(i - k)
 
     def validate(self) -> AppsThenStream:
         """Validate ``front`` as a list of apps (:func:`~parrotsim.workloads.app.validate_apps`)
