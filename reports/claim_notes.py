@@ -1,4 +1,4 @@
-"""Why a headline claim misses, per claim id (``parrotsim.reports.claims.CLAIMS``).
+"""Why a headline claim misses, per claim id (``parrotsim.reports.claim_list.CLAIMS``).
 
 An entry (:class:`Why`) says what the simulator measured that explains the gap between its ratio
 and the paper's (where the claim is outside 15 % or points the other way): ``line``, one

@@ -1,12 +1,9 @@
-"""The paper's headline claims (experiments.md section 11) next to the simulated values.
-
-Each claim is a ratio of two series at one x (or the mean ratio over a figure's x values): how
-many times lower Parrot's latency is, or how many times higher its sustainable rate (Fig 17:
-``slower`` is then the series with the higher rate). A simulated value within 15 % of the
-paper's counts as reproduced. Columns of the table:
+"""The paper's headline claims (:mod:`parrotsim.reports.claim_list`) next to the simulated
+values. A simulated value within 15 % of the paper's counts as reproduced. Columns of the table:
 
 * ``simulated``: the ratio; ``rerun``: the same ratio in the artifact's own printed re-run
-  (:mod:`parrotsim.reports.rerun_claims`; empty where it did not run both systems); ``bound``: ``lower``/``upper`` when it is only a bound (a Fig 17
+  (:mod:`parrotsim.reports.rerun_claims`; empty where it did not run both systems); ``bound``:
+  ``lower``/``upper`` when it is only a bound (a Fig 17
   series that never crossed the latency threshold, or ran out of KV blocks first), else empty;
   a bound never counts as within 15 %. Two lower bounds give a ratio only when the faster
   series ran out of KV blocks: its rate is then below the rate where it did.
@@ -15,7 +12,8 @@ paper's counts as reproduced. Columns of the table:
   direction only when it is on the right side of 1.
 * ``note``: computed facts: where the simulated Parrot engine ran short of KV blocks (which the
   paper's engine did not survive: the ratio is still computed), Fig 17's crossing rates, how many
-  seeds a Fig 19 value averages, which way an off "on par" claim leans.
+  seeds a value averages and the spread of the per-seed ratios (Figs 12a, 17, 19), which way an
+  off "on par" claim leans.
 * ``why``: for a claim outside 15 % or pointing the wrong way, what the simulator measured that
   explains it, in a line: computed causes (a bound; every run of a compared point out of KV
   blocks), then the one-line entry of ``parrotsim.reports.claim_notes.NOTES``, else "not yet
@@ -25,11 +23,11 @@ paper's counts as reproduced. Columns of the table:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from parrotsim.reports.claim_list import CLAIMS, Claim
 from parrotsim.reports.claim_notes import NOT_EXPLAINED, NOTES
 from parrotsim.reports.derive import (
     RATE_CROSSING,
@@ -43,100 +41,6 @@ from parrotsim.reports.spec import FIG17_THRESHOLD_MS, SERIES_LABELS, SPREAD_QUA
 TOLERANCE = 0.15
 CLAIM_COLUMNS = ["id", "figure", "claim", "paper", "simulated", "rerun", "bound",
                  "within_15pct", "direction_ok", "note", "why", "why_detail"]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """``slower / faster`` of ``metric`` in ``figure`` (at ``x``, or mean over x); ``id`` keys
-    the claim's hand-written note in ``claim_notes.NOTES``."""
-
-    id: str
-    figure: str
-    text: str
-    paper: float
-    slower: str
-    faster: str
-    x: object = None
-    panel: str = ""
-
-
-C = Claim
-CLAIMS = [
-    C("fig11a.vllm_out25", "fig11a", "chain summary, output 25: Parrot vs Baseline (vLLM)", 1.38,
-      "baseline_vllm", "parrot", 25),
-    C("fig11a.hf_out25", "fig11a", "chain summary, output 25: Parrot vs Baseline (HF)", 1.88,
-      "baseline_hf", "parrot", 25),
-    C("fig11b.vllm_mean", "fig11b",
-      "chain summary, mean over chunk sizes: Parrot vs Baseline (vLLM)", 1.2, "baseline_vllm",
-      "parrot"),
-    C("fig11b.hf_mean", "fig11b", "chain summary, mean over chunk sizes: Parrot vs Baseline (HF)",
-      1.66, "baseline_hf", "parrot"),
-    C("fig12a.bg35", "fig12a", "chain summary with background at 3.5 req/s", 2.38,
-      "baseline_vllm", "parrot", 3.5),
-    C("fig12b.apps25", "fig12b", "25 concurrent chain summaries, mean JCT", 1.68, "baseline_vllm",
-      "parrot", 25),
-    C("fig14a.out100", "fig14a", "map-reduce, output 100", 2.37, "baseline_vllm", "parrot", 100),
-    C("fig14b.mean", "fig14b", "map-reduce, mean over chunk sizes", 2.0, "baseline_vllm",
-      "parrot"),
-    C("fig15.shared_b8", "fig15", "Bing, batch 8: vs Baseline w/ Sharing", 1.1,
-      "baseline_with_sharing", "parrot", 8),
-    C("fig15.shared_b64", "fig15", "Bing, batch 64: vs Baseline w/ Sharing", 1.7,
-      "baseline_with_sharing", "parrot", 64),
-    C("fig15.noshare_b8", "fig15", "Bing, batch 8: vs Baseline w/o Sharing", 1.8,
-      "baseline_without_sharing", "parrot", 8),
-    C("fig15.noshare_b16", "fig15", "Bing, batch 16: vs Baseline w/o Sharing", 2.4,
-      "baseline_without_sharing", "parrot", 16),
-    C("fig16a.out200", "fig16a", "Bing per token, batch 32, output 200", 1.44,
-      "baseline_with_sharing", "parrot", 200),
-    C("fig16a.out800", "fig16a", "Bing per token, batch 32, output 800", 1.58,
-      "baseline_with_sharing", "parrot", 800),
-    C("fig16b.out100", "fig16b", "Bing per token, batch 64, output 100", 1.44,
-      "baseline_with_sharing", "parrot", 100),
-    C("fig16b.out480", "fig16b", "Bing per token, batch 64, output 480", 1.84,
-      "baseline_with_sharing", "parrot", 480),
-    # Fig 17, the paper: Parrot sustains 12x the baseline's rate; "when Parrot's affinity
-    # scheduling policy is disabled ... Parrot sustains only 3x higher request rates compared to
-    # the baseline" (so 3x is w/o Scheduling vs the baseline; Parrot vs w/o Scheduling, 12/3 = 4,
-    # is derived, not stated, and left out); the kernel gives 2.4x over w/ PagedAttention.
-    C("fig17.vs_vllm", "fig17", "GPTs sustainable rate: Parrot vs Baseline (vLLM)", 12.0,
-      "parrot", "baseline_vllm", panel=SUSTAINABLE_PANEL),
-    C("fig17.wo_sched_vs_vllm", "fig17",
-      "GPTs sustainable rate: Parrot w/o Scheduling vs Baseline (vLLM)", 3.0,
-      "parrot_without_affinity", "baseline_vllm", panel=SUSTAINABLE_PANEL),
-    C("fig17.vs_paged", "fig17", "GPTs sustainable rate: Parrot vs Parrot w/ PagedAttention", 2.4,
-      "parrot", "parrot_paged_attention", panel=SUSTAINABLE_PANEL),
-    C("fig18a.vs_latency", "fig18a", "MetaGPT, 16 files: vs Baseline (Latency)", 11.7,
-      "baseline_latency", "parrot", 16),
-    C("fig18a.vs_throughput", "fig18a", "MetaGPT, 16 files: vs Baseline (Throughput)", 2.45,
-      "baseline_throughput", "parrot", 16),
-    C("fig18a.kernel", "fig18a", "MetaGPT, 16 files: shared-prefix kernel vs PagedAttention", 1.2,
-      "parrot_paged_attention", "parrot", 16),
-    # The paper: "Parrot achieves a 2.45x speedup over the throughput-centric baseline ... 2.35x
-    # comes from the prefix sharing and an additional 1.2x from the kernel ... when the number of
-    # files is 16" (parrot-seed.txt, Fig 18a; experiments.md section 11). So 2.35x is one part of
-    # the 2.45x over Baseline (Throughput) at 16 files: sharing without the kernel, i.e. Baseline
-    # (Throughput) vs Parrot w/ PagedAttention (Parrot's sharing, vLLM's kernel), and the 1.2x is
-    # Parrot w/ PagedAttention vs Parrot (the claim above). It is not Parrot w/o Sharing vs w/
-    # PagedAttention: w/o Sharing does not run at 16 files (out of KV blocks in the artifact and
-    # in the paper: "would hit the GPU memory ceiling"). The paper's parts do not multiply to its
-    # whole (2.35 x 1.2 = 2.82, not 2.45); each is compared as the paper states it.
-    C("fig18a.sharing", "fig18a",
-      "MetaGPT, 16 files: prefix sharing (Parrot w/ PagedAttention) vs Baseline (Throughput)",
-      2.35, "baseline_throughput", "parrot_paged_attention", 16),
-    C("fig19.chat_norm_vs_latency", "fig19", "chat normalized latency vs Baseline (Latency)", 5.5,
-      "baseline_latency", "parrot", panel="chat normalized latency"),
-    C("fig19.chat_norm_vs_throughput", "fig19",
-      "chat normalized latency vs Baseline (Throughput)", 1.23, "baseline_throughput", "parrot",
-      panel="chat normalized latency"),
-    C("fig19.decode_vs_latency", "fig19", "chat decode time vs Baseline (Latency)", 1.0,
-      "baseline_latency", "parrot", panel="chat decode time"),
-    C("fig19.decode_vs_throughput", "fig19", "chat decode time vs Baseline (Throughput)", 1.72,
-      "baseline_throughput", "parrot", panel="chat decode time"),
-    C("fig19.mr_vs_latency", "fig19", "map-reduce JCT vs Baseline (Latency)", 3.7,
-      "baseline_latency", "parrot", panel="map-reduce JCT"),
-    C("fig19.mr_vs_throughput", "fig19", "map-reduce JCT vs Baseline (Throughput)", 1.05,
-      "baseline_throughput", "parrot", panel="map-reduce JCT"),
-]
 
 
 def _label(series: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from parrotsim.reports.claims import CLAIMS, Claim
+from parrotsim.reports.claim_list import CLAIMS, Claim
 from parrotsim.reports.derive import RATE_CROSSING, SUSTAINABLE_PANEL, crossing_rate
 from parrotsim.reports.spec import PANELS
 

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from parrotsim.reports.claim_list import CLAIMS
 from parrotsim.reports.claim_notes import LINE_MAX, NOT_EXPLAINED, NOTES
-from parrotsim.reports.claims import CLAIM_COLUMNS, CLAIMS, direction, evaluate
+from parrotsim.reports.claims import CLAIM_COLUMNS, direction, evaluate
 from parrotsim.reports.derive import (
     RATE_CROSSING,
     RATE_LOWER_BOUND,
