@@ -18,7 +18,8 @@ import numpy as np
 from parrotsim.calibrate import validate as val
 from parrotsim.calibrate.grids import parse_prefills
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import Curve, Profile
+from parrotsim.sim.model.profile import Profile
+from parrotsim.sim.model.profile_parts import Curve
 
 SCALE_BOUNDS = (0.5, 2.0)
 

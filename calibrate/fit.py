@@ -40,8 +40,8 @@ from parrotsim.calibrate.grids import batch_kind, heldout_flags
 from parrotsim.calibrate.pagedgrid import fit_paged_grid
 from parrotsim.calibrate.roofline import GPUS, MODELS
 from parrotsim.sim.model.costmodel import paged_grid_time
-from parrotsim.sim.model.profile import (
-    SCHEMA_VERSION,
+from parrotsim.sim.model.profile import SCHEMA_VERSION, Profile, dump_profile, parse_profile
+from parrotsim.sim.model.profile_parts import (
     Calibration,
     Curve,
     Curves,
@@ -49,9 +49,6 @@ from parrotsim.sim.model.profile import (
     GpuSpec,
     Grid2D,
     ModelSpec,
-    Profile,
-    dump_profile,
-    parse_profile,
 )
 
 TINY = ModelSpec(name="tiny", layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16,

@@ -37,7 +37,8 @@ from parrotsim.calibrate.fig10 import fig10_cell
 from parrotsim.calibrate.roofline import GPUS, MODELS, RooflineKnobs, roofline_profile
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.profile import Profile, Runtime, dump_profile
+from parrotsim.sim.model.profile import Profile, dump_profile
+from parrotsim.sim.model.profile_parts import Runtime
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 PROFILES_DIR = Path(__file__).parent / "profiles"

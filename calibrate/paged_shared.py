@@ -35,7 +35,8 @@ from parrotsim.calibrate.pagedgrid import fit_paged_grid
 from parrotsim.calibrate.roofline import MODELS
 from parrotsim.core.errors import UsageError
 from parrotsim.sim.model.costmodel import paged_grid_time
-from parrotsim.sim.model.profile import Grid2D, PagedGrid, dump_profile, load_profile
+from parrotsim.sim.model.profile import dump_profile, load_profile
+from parrotsim.sim.model.profile_parts import Grid2D, PagedGrid
 
 
 def bench_rows(bench: pd.DataFrame, model: str, column: str) -> list[dict]:

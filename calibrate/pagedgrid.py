@@ -24,7 +24,7 @@ import numpy as np
 
 from parrotsim.calibrate import curvefit as cf
 from parrotsim.sim.model.costmodel import paged_grid_time
-from parrotsim.sim.model.profile import PagedGrid
+from parrotsim.sim.model.profile_parts import PagedGrid
 
 MIN_FRACTION_AT_ZERO = 0.01
 

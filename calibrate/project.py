@@ -54,14 +54,8 @@ from parrotsim.calibrate import facts
 from parrotsim.calibrate.interim import fig10_error, fit_runtimes, residuals, share_software
 from parrotsim.calibrate.roofline import GPUS
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import (
-    Curve,
-    Grid2D,
-    Profile,
-    dump_profile,
-    load_profile,
-    shipped_profiles,
-)
+from parrotsim.sim.model.profile import Profile, dump_profile, load_profile, shipped_profiles
+from parrotsim.sim.model.profile_parts import Curve, Grid2D
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 ATTN_GRID = (0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0)

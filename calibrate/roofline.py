@@ -20,16 +20,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from parrotsim.core.config import StrictConfig
-from parrotsim.sim.model.profile import (
-    SCHEMA_VERSION,
-    Curve,
-    Curves,
-    GpuSpec,
-    Grid2D,
-    ModelSpec,
-    Profile,
-    Runtime,
-)
+from parrotsim.sim.model.profile import SCHEMA_VERSION, Profile
+from parrotsim.sim.model.profile_parts import Curve, Curves, GpuSpec, Grid2D, ModelSpec, Runtime
 
 GPUS: dict[str, GpuSpec] = {
     "a100-80gb": GpuSpec(name="NVIDIA A100-SXM 80GB", memory_gib=80, hbm_tb_s=2.04,

@@ -50,7 +50,8 @@ from parrotsim.calibrate.replay.skew import model_for
 from parrotsim.calibrate.replay.targets import ISSUE_TARGETS, broken, load_bounds
 from parrotsim.sim.harness.config import RunConfig
 from parrotsim.sim.harness.simulation import simulate
-from parrotsim.sim.model.profile import Runtime, dump_profile, load_profile
+from parrotsim.sim.model.profile import dump_profile, load_profile
+from parrotsim.sim.model.profile_parts import Runtime
 
 KEY = ["prefill_tokens", "prefill_seqs", "decode_seqs", "decode_kv_tokens"]
 

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from parrotsim.sim.model.profile import Profile, Runtime, dump_profile, load_profile
+from parrotsim.sim.model.profile import Profile, dump_profile, load_profile
+from parrotsim.sim.model.profile_parts import Runtime
 
 
 def host_terms(iterations: pd.DataFrame) -> Runtime:

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import PagedWaves, Profile, load_profile
+from parrotsim.sim.model.profile import Profile, load_profile
+from parrotsim.sim.model.profile_parts import PagedWaves
 
 SEQ_BINS = [0, 1, 2, 4, 8, 12, 16, 24, 32, 64, 256]
 IMBALANCE_BINS = [1.0, 1.2, 1.5, 2.0, 3.0, math.inf]

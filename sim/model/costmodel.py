@@ -56,7 +56,8 @@ from parrotsim.sim.model import era_kernels as era
 from parrotsim.sim.model.curves import NO_TIME, Interp, PagedRows, bilinear
 from parrotsim.sim.model.decode_stretch import DecodeStretch
 from parrotsim.sim.model.paged_waves import ExcessSeries, WaveModel
-from parrotsim.sim.model.profile import PagedGrid, Profile
+from parrotsim.sim.model.profile import Profile
+from parrotsim.sim.model.profile_parts import PagedGrid
 from parrotsim.sim.model.sequence import Batch
 
 SharedGroup = tuple[int, int]  # (prefix tokens read once, sequences in the group)

@@ -1,11 +1,11 @@
 """Evaluating a profile's curves: piecewise-linear interpolation in one and two dimensions.
 
-* :class:`Interp`: a :class:`~parrotsim.sim.model.profile.Curve` (seconds vs one quantity), linear between
+* :class:`Interp`: a :class:`~parrotsim.sim.model.profile_parts.Curve` (seconds vs one quantity), linear between
   points and extended linearly past the ends, with the range that counts as measured;
 * :class:`PagedRows`: the paged decode kernel's seconds vs KV tokens at a given number of
-  decoding sequences, from a :class:`~parrotsim.sim.model.profile.PagedGrid` (or the 1-D curve when the profile
+  decoding sequences, from a :class:`~parrotsim.sim.model.profile_parts.PagedGrid` (or the 1-D curve when the profile
   has no grid);
-* :func:`bilinear`: a :class:`~parrotsim.sim.model.profile.Grid2D` at one point.
+* :func:`bilinear`: a :class:`~parrotsim.sim.model.profile_parts.Grid2D` at one point.
 
 All values are seconds for the whole model; the cost model composes them per iteration.
 """
@@ -16,7 +16,7 @@ import math
 import weakref
 from bisect import bisect_right
 
-from parrotsim.sim.model.profile import Curve, Grid2D, PagedGrid
+from parrotsim.sim.model.profile_parts import Curve, Grid2D, PagedGrid
 
 
 class Interp:

@@ -20,7 +20,7 @@ that holds them: that wave lasts as long as a wave of ``L``-token programs inste
 ``m``-token ones. While the batch fits in one wave (``n <= w``) the batch costs ``g(n, L)``,
 as if every sequence were the longest; over many waves the excess (one wave's) becomes a
 vanishing share of ``g(n, m)``, which grows with ``n``. No parameter is fitted: ``sms`` and
-``programs_per_sm`` are measured (:class:`~parrotsim.sim.model.profile.PagedWaves`), the split
+``programs_per_sm`` are measured (:class:`~parrotsim.sim.model.profile_parts.PagedWaves`), the split
 rule is the kernel's code and ``g`` the uniform measurements.
 
 :class:`ExcessSeries` gives the excess of consecutive decode steps in which every context
@@ -35,7 +35,7 @@ import math
 from bisect import bisect_right
 
 from parrotsim.sim.model.curves import Interp, PagedRows
-from parrotsim.sim.model.profile import PagedGrid, PagedWaves
+from parrotsim.sim.model.profile_parts import PagedGrid, PagedWaves
 
 #: ``kernels/paged_decode.choose_num_splits``'s defaults (a test checks they agree)
 SPLIT_WAVES = 2.0

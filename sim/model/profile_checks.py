@@ -19,7 +19,8 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from parrotsim.sim.model.profile import Curve, Profile, Runtime
+    from parrotsim.sim.model.profile import Profile
+    from parrotsim.sim.model.profile_parts import Curve, Runtime
 
 #: the curves a 1-D iteration cost uses, and the smallest quantity each is evaluated at
 DOMAINS = {"linear": 1.0, "decode_paged": 0.0, "prefill_attention": 1.0}

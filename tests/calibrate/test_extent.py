@@ -11,7 +11,8 @@ from parrotsim.calibrate import grids
 from parrotsim.calibrate import validate as val
 from parrotsim.calibrate.fit import build_profile, write_profile
 from parrotsim.cli import main as cli_main
-from parrotsim.sim.model.profile import Calibration, Extent, load_profile
+from parrotsim.sim.model.profile import load_profile
+from parrotsim.sim.model.profile_parts import Calibration, Extent
 from tests.calibrate import synth
 
 KERNEL_GRIDS = {"linear": grids.linear_grid, "paged": grids.paged_grid,

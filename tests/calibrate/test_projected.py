@@ -89,7 +89,7 @@ def test_share_software_gives_every_profile_the_source_runtimes():
     """Hand-built: two profiles whose runtimes differ; after sharing, both carry the source's
     runtimes and keep their own curves."""
     from parrotsim.calibrate.interim import share_software
-    from parrotsim.sim.model.profile import Runtime
+    from parrotsim.sim.model.profile_parts import Runtime
     src = load_profile("a100-80gb_llama-13b")
     other = load_profile("a6000_llama-7b").model_copy(update={"runtimes": {
         "vllm": Runtime(prefill_overhead_s=0.5), "parrot": Runtime(prefill_scale=3.0)}})

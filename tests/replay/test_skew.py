@@ -13,7 +13,8 @@ from parrotsim.calibrate.replay.skew import (
     with_waves,
 )
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import PagedWaves, load_profile
+from parrotsim.sim.model.profile import load_profile
+from parrotsim.sim.model.profile_parts import PagedWaves
 
 WAVES = PagedWaves(sms=132, programs_per_sm=2)
 

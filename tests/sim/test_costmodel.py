@@ -9,7 +9,7 @@ from parrotsim.calibrate.roofline import GPUS, MODELS, roofline_profile
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.curves import Interp, PagedRows
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.profile import Curve, PagedGrid, Runtime
+from parrotsim.sim.model.profile_parts import Curve, PagedGrid, Runtime
 from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import a100_13b, seq
 
@@ -73,7 +73,7 @@ def test_shared_prefix_reads_prefix_once():
 
 def test_runtime_scale_and_overhead():
     prof = a100_13b()
-    from parrotsim.sim.model.profile import Runtime
+    from parrotsim.sim.model.profile_parts import Runtime
 
     prof = prof.model_copy(update={"runtimes": {"hf": Runtime(overhead_s=0.01, scale=2.0)}})
     base = CostModel(prof, "vllm").decode_times(1, 100, 1, [], 1)[0]
@@ -84,7 +84,7 @@ def test_runtime_scale_and_overhead():
 def _with_paged_grid(slow: float = 1.3):
     """The roofline A100 profile plus a paged grid whose 16-sequence row is ``slow`` times the
     1-D curve (the H200's tail wave), the other rows equal to it."""
-    from parrotsim.sim.model.profile import PagedGrid
+    from parrotsim.sim.model.profile_parts import PagedGrid
 
     prof = a100_13b()
     c = prof.curves
@@ -192,7 +192,7 @@ def test_runtime_host_time_per_sequence_adds_to_every_iteration():
 def _with_paged_shared(prof, seconds_at_prefix: float):
     """``prof`` with a hand-built paged-over-shared-pages grid: 0 s at prefix 0, then
     ``seconds_at_prefix`` for a 1000-token prefix at every group size (linear between)."""
-    from parrotsim.sim.model.profile import Grid2D
+    from parrotsim.sim.model.profile_parts import Grid2D
 
     grid = Grid2D(x=[0.0, 1000.0], y=[1.0, 256.0],
                   seconds=[[0.0, 0.0], [seconds_at_prefix, seconds_at_prefix]])

@@ -5,7 +5,8 @@ the engine's repeated iterations end where stepped ones would."""
 import pytest
 
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import PagedWaves, load_profile
+from parrotsim.sim.model.profile import load_profile
+from parrotsim.sim.model.profile_parts import PagedWaves
 from tests.sim.test_paged_waves import WAVES, _profile
 
 # (sequences, KV tokens, growth, shared groups, longest): inside and past the curves' ranges,

@@ -11,7 +11,7 @@ from parrotsim.sim.model import era_kernels as era
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.engine import Engine
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.profile import PagedGrid
+from parrotsim.sim.model.profile_parts import PagedGrid
 from parrotsim.sim.model.sequence import Batch, Sequence
 from tests.sim.helpers import a100_13b
 

@@ -9,13 +9,8 @@ import pytest
 
 from parrotsim.api import run_config, simulate
 from parrotsim.sim.model.costmodel import CostModel
-from parrotsim.sim.model.profile import (
-    Calibration,
-    Curve,
-    Extent,
-    ExtrapolationWarning,
-    load_profile,
-)
+from parrotsim.sim.model.profile import ExtrapolationWarning, load_profile
+from parrotsim.sim.model.profile_parts import Calibration, Curve, Extent
 from parrotsim.sim.model.sequence import Batch, Sequence
 
 

@@ -7,7 +7,7 @@ from parrotsim.calibrate import host_costs as host
 from parrotsim.calibrate.interim import fit_runtimes, residuals
 from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.kv_cache import KVCache
-from parrotsim.sim.model.profile import Runtime
+from parrotsim.sim.model.profile_parts import Runtime
 from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import a100_13b, seq
 

@@ -10,7 +10,8 @@ from parrotsim.sim.model.costmodel import CostModel
 from parrotsim.sim.model.engine import Engine
 from parrotsim.sim.model.kv_cache import Context, KVCache
 from parrotsim.sim.model.paged_waves import WaveModel, kernel_splits
-from parrotsim.sim.model.profile import PagedGrid, PagedWaves, ProfileError, load_profile
+from parrotsim.sim.model.profile import ProfileError, load_profile
+from parrotsim.sim.model.profile_parts import PagedGrid, PagedWaves
 from parrotsim.sim.model.sequence import Batch
 from tests.sim.helpers import seq
 
@@ -240,7 +241,7 @@ def test_paged_kernel_over_shared_pages_gets_the_excess_of_its_longest_whole_con
     adds the excess over the tokens the kernel reads (prefixes counted per row). Measured on
     the H200 (kernels/bench_paged_prefixes.py): with it the model is within 0.98-1.16 of the
     kernel at 2 and 4 prefixes, 1.14-1.87 without."""
-    from parrotsim.sim.model.profile import Grid2D
+    from parrotsim.sim.model.profile_parts import Grid2D
 
     grid = Grid2D(x=[0.0, 8000.0], y=[1.0, 256.0], seconds=[[0.0, 0.0], [1e-3, 1e-3]])
     prof = _profile(WAVES)
