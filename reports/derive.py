@@ -2,13 +2,14 @@
 
 A tidy row is ``figure, panel, series, x_name, x, metric, value, unit, oom, runs, oom_runs, lo,
 hi, seeds``. ``value`` is the mean of ``metric`` over the ``runs`` runs (documents, seeds) of one
-series at one x; ``seeds`` is how many seeds those runs span. ``oom``: a run used Parrot's engine, which allocates KV blocks without checking (the
-artifact's runs crashed when they ran out), and the simulated engine had to hold work back for
-lack of blocks; ``oom_runs`` of the ``runs`` did. Such points are drawn as crosses and flagged in
-the headline comparisons. vLLM's engine preempts when its blocks run out, so its runs are never
-out of memory. ``lo``/``hi``: for a ``spread`` panel (Figs 12a, 17, 19: those whose values move with the seed's
-draw) the 10th and 90th percentile (``SPREAD_QUANTILES``) of the per-seed values, each the mean
-over that seed's runs (Fig 12a's ten documents), drawn as error bars; empty elsewhere.
+series at one x; ``seeds`` is how many seeds those runs span. ``oom``: a run used Parrot's
+engine, which allocates KV blocks without checking (the artifact's runs crashed when they ran
+out), and the simulated engine had to hold work back for lack of blocks; ``oom_runs`` of the
+``runs`` did. Such points are drawn as crosses and flagged in the headline comparisons. vLLM's
+engine preempts when its blocks run out, so its runs are never out of memory. ``lo``/``hi``:
+for a ``spread`` panel (Figs 12a, 17, 19: those whose values move with the seed's draw) the 10th
+and 90th percentile (``SPREAD_QUANTILES``) of the per-seed values, each the mean over that
+seed's runs (Fig 12a's ten documents), drawn as error bars; empty elsewhere.
 
 Fig 17 adds one ``sustainable rate`` row per series (x = the threshold): the request rate at which
 its normalized latency crosses ``FIG17_THRESHOLD_MS``, interpolated linearly between the last

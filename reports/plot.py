@@ -3,11 +3,11 @@
 No axis clips data: each panel's y range holds every finite value of its rows (out-of-memory
 points included) and zero, and a panel with negative values (Fig 13: apps Parrot slowed) draws
 its bars below a zero line. A point whose run ran out of KV memory is a cross at zero in its
-series' own colour, with a legend entry "<series>: out of memory". A ``spread`` panel (Figs 12a,
-17, 19) draws the mean of its seeds with error bars from the tidy ``lo``/``hi`` columns (10th-90th
-percentile of the per-seed values), said in its legend; Fig 17 marks each series' interpolated crossing of the
-threshold with a triangle on the threshold line. Each figure is titled with the paper's caption
-(``parrotsim.reports.spec.title``).
+series' own colour, with a legend entry "<series>: out of memory". A ``spread`` panel (Figs
+12a, 17, 19) draws the mean of its seeds with error bars from the tidy ``lo``/``hi`` columns
+(10th-90th percentile of the per-seed values), said in its legend; Fig 17 marks each series'
+interpolated crossing of the threshold with a triangle on the threshold line. Each figure is
+titled with the paper's caption (``parrotsim.reports.spec.title``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def _bars(ax, rows: pd.DataFrame, panel: Panel) -> None:
 
 def _spread(ax, rows: pd.DataFrame) -> None:
     """Error bars from each bar's ``lo``/``hi`` (quantiles of its per-run values), with a legend
-    entry saying what they are and over how many runs."""
+    entry saying what they are and over how many seeds."""
     value = rows["value"].to_numpy(dtype=float)
     lo, hi = rows["lo"].to_numpy(dtype=float), rows["hi"].to_numpy(dtype=float)
     ax.errorbar(range(len(rows)), value, yerr=[value - lo, hi - value], fmt="none",

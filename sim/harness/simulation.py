@@ -86,7 +86,8 @@ def simulate(cfg: RunConfig, apps: Apps | None = None,
     A stream of apps run on a fresh clock is started lazily (each app made and started when it
     arrives, :mod:`parrotsim.sim.harness.arrival_process`; behind an ``AppsThenStream``'s
     front apps, which start up front), with the same events and results as starting every app
-    up front, which is what a list of apps gets."""
+    up front, which is what a list of apps gets; only a background stream's calls due after the
+    run's end, which the up-front start logged at set-up, are never made."""
     with _rare_collections():
         return _simulate(cfg, apps, profile, validate, recorder, env, make_engine)
 
