@@ -34,7 +34,7 @@ from parrotsim.calibrate.timing import StatTimer
 from parrotsim.kernels.bench_util import measure_ceilings
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
 from parrotsim.kernels.llama_batch import PAGE_SIZE
-from parrotsim.kernels.tuning_table import table_path
+from parrotsim.kernels.tuning_table import PROFILES_DIR, table_path
 
 GIB = 1 << 30
 
@@ -66,7 +66,8 @@ def kernel_table_note(device_name: str) -> str:
     and the first 12 hex digits of its sha256, or that there is none (the built-in heuristics)."""
     path = table_path(device_name)
     if not path.is_file():
-        return f"none ({path} absent: built-in split and tile heuristics)"
+        where = f"calibrate/profiles/{path.name}" if path.parent == PROFILES_DIR else path
+        return f"none ({where} absent: built-in split and tile heuristics)"
     data = path.read_bytes()
     rows = max(data.count(b"\n") - 1, 0)
     return f"{path.name}, {rows} rows, sha256 {hashlib.sha256(data).hexdigest()[:12]}"

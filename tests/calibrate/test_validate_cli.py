@@ -1,4 +1,4 @@
-"""``parrotsim validate`` runs on the committed H200 profiles (no GPU, no torch)."""
+"""``parrotsim validate`` runs on the committed measured profiles (no GPU, no torch)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from parrotsim.cli import main
 from parrotsim.sim.model.profile import shipped_profiles
 
 SHIPPED = [n for n in ("h200_llama-7b", "h200_llama-13b") if n in shipped_profiles()]
+#: measured with the dense linear grid (88 token counts): every held-out pass within the targets.
+#: h200_llama3-8b is not here: measured with the old 21-count grid, it misses one mixed batch by
+#: 17 % (a cuBLAS tile spike at 448 tokens, calibrate/measurements/h200_llama3-8b/README.md).
+DENSE_GRID = ["h100_llama-7b", "h100_llama3-8b", "h100_llama-13b"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -18,6 +22,13 @@ def test_validate_shipped(name, capsys, tmp_path):
     for kind in ("all", "decode", "prefill"):
         assert f"\n{kind} " in out
     assert (tmp_path / "v.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("name", DENSE_GRID)
+def test_dense_grid_profiles_meet_the_targets(name, capsys):
+    for passes in ([], ["--all"]):  # the held-out third, then every forward pass
+        assert main(["validate", name, "--no-plot", *passes]) == 0
+        assert "targets (median <= 3 %, worst <= 10 %): met" in capsys.readouterr().out
 
 
 def test_validate_needs_points(tmp_path, capsys):
