@@ -1,6 +1,7 @@
 """Replay every run of an experiment file on the GPU, in wall-clock time.
 
     python -m parrotsim.calibrate.replay EXPERIMENT.yaml --out DIR [--eager] [--num-requests N]
+        [--profile NAME]
 
 writes ``DIR/runs/<name>/{calls,apps,engines,iterations}.parquet`` (the simulator's columns,
 see :mod:`parrotsim.calibrate.replay.tables`) and ``DIR/runs/<name>/meta.json`` (labels, the
@@ -37,11 +38,17 @@ def run_name(run: ExpandedRun) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "", "_".join(parts))
 
 
-def with_requests(cfg: RunConfig, n: int | None) -> RunConfig:
-    if n is None:
+def with_overrides(cfg: RunConfig, n: int | None, profile: str | None = None) -> RunConfig:
+    """``cfg`` with ``workload.num_requests`` and ``cluster.profile`` replaced where given (the
+    profile gives the logged model time and the SM count of the skewed-batch excess, so a
+    replay on another GPU names that GPU's profile)."""
+    if n is None and profile is None:
         return cfg
     data = cfg.model_dump(mode="json")
-    data["workload"]["num_requests"] = n
+    if n is not None:
+        data["workload"]["num_requests"] = n
+    if profile is not None:
+        data["cluster"]["profile"] = profile
     return RunConfig.model_validate(data)
 
 
@@ -52,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--eager", action="store_true", help="no CUDA graphs for decode steps")
     ap.add_argument("--num-requests", type=int, help="override workload.num_requests")
+    ap.add_argument("--profile", help="override cluster.profile (the GPU's own, e.g. h100_llama-7b)")
     args = ap.parse_args(argv)
     import torch
     import triton
@@ -61,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     exp = load_experiment(args.experiment)
     plans = []
     for run in exp.runs:
-        cfg = with_requests(run.config, args.num_requests)
+        cfg = with_overrides(run.config, args.num_requests, args.profile)
         plans.append((run, cfg, Replay(cfg, None)))
     pages = max(r.limits.kv_blocks for _, _, r in plans)
     width = max(r.table_width() for _, _, r in plans)
