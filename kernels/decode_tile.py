@@ -80,9 +80,11 @@ def decode_tile(
     (one split), the final output (KV dtype) and natural-log LSE. With MERGE (and DIRECT) the
     partial states already in slots ``0..slot-1`` are merged in first (chained cascade). With
     PREFIX every sequence starts with the ``pre_len`` tokens of the shared pages ``pre_ptr``
-    and its table row holds the rest (:func:`attend_pages`); ``lens`` counts both.
+    and its table row holds the rest (:func:`attend_pages`); ``lens`` counts the rest alone.
     """
     seq_len = tl.load(lens_ptr + b)
+    if PREFIX:
+        seq_len += pre_len
     split_len = tl.cdiv(tl.cdiv(seq_len, NUM_SPLITS), BLOCK_N) * BLOCK_N
     start = split * split_len
     end = tl.minimum(start + split_len, seq_len)

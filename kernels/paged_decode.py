@@ -177,9 +177,10 @@ def paged_decode_attention(
             :mod:`parrotsim.kernels.last_merge`; no PDL).
         prefix: ``(pages, tokens)``: every sequence starts with the ``tokens`` tokens of the
             shared pages ``pages`` (int32; the last may be partly filled) and
-            ``block_tables`` holds the rest from its first slot; ``seq_lens`` counts both
-            (the paged kernel over a fork group's shared pages, read once per sequence, with
-            no table built). Not with ``merge="last"``.
+            ``block_tables`` holds the rest from its first slot, ``seq_lens`` counting the
+            rest alone (the paged kernel over a fork group's shared pages, read once per
+            sequence, with no table built and no length added on the GPU). Not with
+            ``merge="last"``.
     Returns:
         ``(out [B, Hq, D] q.dtype, lse [B, Hq] fp32)`` where ``lse`` is the natural-log
         ``ln sum_j exp(sm_scale * q.k_j)``.

@@ -117,9 +117,8 @@ def paged_over_shared_pages(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     are (``prefix`` of :func:`~parrotsim.kernels.paged_decode.paged_decode_attention`; no
     table is built, and the prefix may end inside its last page)."""
     pages = prefix_pages.to(suffix_block_tables.dtype)
-    return paged_decode_attention(q, k_cache, v_cache, suffix_block_tables,
-                                  suffix_lens + prefix_len, sm_scale, out=out, lse=lse,
-                                  prefix=(pages, prefix_len))
+    return paged_decode_attention(q, k_cache, v_cache, suffix_block_tables, suffix_lens,
+                                  sm_scale, out=out, lse=lse, prefix=(pages, prefix_len))
 
 
 def shared_prefix_decode_attention(

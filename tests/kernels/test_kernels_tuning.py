@@ -148,7 +148,7 @@ def test_paged_over_a_prefix_ending_inside_a_page(table, group, prefix_len, spli
     ref = ref_shared_prefix_decode(*args)
     _check(*shared_prefix_decode_attention(*args), *ref)  # mode "auto" takes the table's paged
     q, k, v, pre, n, tables, lens = args
-    _check(*paged_decode_attention(q, k, v, tables, lens + n, num_splits=splits,
+    _check(*paged_decode_attention(q, k, v, tables, lens, num_splits=splits,
                                    prefix=(pre, n)), *ref)
     _check(*paged_over_shared_pages(*args), *ref)
 
