@@ -60,7 +60,10 @@ def _with_profile(path: Path, family: str | None):
     model = current.split("_", 1)[1]
     name = f"{family}_{model}"
     if name not in shipped_profiles():
-        raise ProfileError(f"--profile {family}: no shipped profile {name!r} for {path.name}")
+        families = sorted(n.removesuffix(f"_{model}") for n in shipped_profiles()
+                          if n.endswith(f"_{model}"))
+        raise ProfileError(f"--profile {family}: no shipped profile {name!r} for {path.name} "
+                           f"(families with {model}: {', '.join(families)})")
     cluster["profile"] = name
     data["variants"] = todays_kernels(data.get("variants") or {})
     data["name"] = f"{data['name']}_{family}"

@@ -59,6 +59,16 @@ def test_unknown_figure_is_a_usage_error(tmp_path, capsys):
     assert "unknown figure" in capsys.readouterr().err
 
 
+def test_unknown_profile_family_names_the_ones_shipped(tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["report", "--figures", "fig11a", "--profile", "a100", "--out", str(out),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "no shipped profile 'a100_llama-13b' for fig11.yaml" in err
+    assert "families with llama-13b: a100-80gb, h100, h200" in err
+    assert not out.exists() or not any(out.iterdir())
+
+
 def _row(figure, series, x, value, panel="", oom=False):
     return {"figure": figure, "panel": panel, "series": series, "x_name": "x", "x": x,
             "metric": "m", "value": value, "unit": "s", "oom": oom}
