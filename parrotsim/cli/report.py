@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("report", help="regenerate every paper figure with the paper's numbers",
                        description=__doc__)
     p.add_argument("--figures", help="comma-separated figure ids (default: all)")
-    p.add_argument("--profile", help="hardware profile family to use instead of the paper's GPUs: h200 or h100 "
-                        "(the measured profiles, today's kernels)")
+    p.add_argument("--profile", help="hardware profile family to use instead of the paper's "
+                   "GPUs: h200 or h100 (the measured profiles, today's kernels)")
     p.add_argument("--out", type=output_folder, default=Path("reports/out"),
                    help="report folder (default: reports/out)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
