@@ -37,7 +37,7 @@ from parrotsim.calibrate import curvefit as cf
 from parrotsim.calibrate import validate as val
 from parrotsim.calibrate.correct import correct, prefill_work
 from parrotsim.calibrate.grids import batch_kind, heldout_flags
-from parrotsim.calibrate.pagedgrid import fit_paged_grid
+from parrotsim.calibrate.pagedgrid import fit_paged_grid, paged_waves
 from parrotsim.calibrate.roofline import GPUS, MODELS
 from parrotsim.sim.model.costmodel import paged_grid_time
 from parrotsim.sim.model.profile import SCHEMA_VERSION, Profile, dump_profile, parse_profile
@@ -265,10 +265,12 @@ def build_profile(raw_dir: Path, name: str, out: Path | None = None
     # the paged kernel over shared pages, decomposed the same way (optional section)
     over_shared = [{**r, "section": "shared"} for r in _ok(rows, "paged_shared")]
     paged_shared = fit_shared(over_shared, layers, paged_at)[0] if over_shared else None
+    waves, waves_note = paged_waves(env, grid)
     curves = Curves(iteration_overhead_s=0.0, linear=linear, decode_paged=paged,
                     decode_per_seq_s=max(per_seq, 0.0), decode_paged_grid=grid,
-                    shared_prefix=shared, paged_shared_prefix=paged_shared,
-                    prefill_attention=prefill, prefill_attention_grid=prefill_grid)
+                    decode_paged_waves=waves, shared_prefix=shared,
+                    paged_shared_prefix=paged_shared, prefill_attention=prefill,
+                    prefill_attention_grid=prefill_grid)
     skipped = [f"{r['section']} " + ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in r.items()
                                              if k not in ("section", "status"))
@@ -276,6 +278,7 @@ def build_profile(raw_dir: Path, name: str, out: Path | None = None
     environment = _environment(env, raw_path(raw_dir, out), skipped)
     if grid is not None:
         environment["decode_paged_grid_filled"] = ", ".join(filled) or "none"
+        environment["decode_paged_waves"] = waves_note
     prof = Profile(schema_version=SCHEMA_VERSION, name=name, source="measured",
                    date=env.get("date", "")[:10], gpu=gpu_spec(env), model=model, dtype="bf16",
                    environment=environment, curves=curves,

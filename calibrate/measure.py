@@ -4,9 +4,9 @@
 
 writes ``RAW_DIR/raw.csv`` (one row per grid point, appended as it is measured, so a run cut
 short still leaves its data) and ``RAW_DIR/env.json`` (GPU, memory, library versions, date,
-the kernels' tuning table, grids, bandwidth and GEMM rate measured in the same run, seconds per
-section; with ``--quick`` too). It needs torch, triton and ``kernels/`` but
-neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
+the kernels' tuning table, the compute capability and the paged kernel's occupancy on it, grids,
+bandwidth and GEMM rate measured in the same run, seconds per section; with ``--quick`` too).
+It needs torch, triton and ``kernels/`` but neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
 (or ``parrotsim calibrate --fit-from RAW_DIR``).
 """
 
@@ -34,6 +34,7 @@ from parrotsim.calibrate.timing import StatTimer
 from parrotsim.kernels.bench_util import measure_ceilings
 from parrotsim.kernels.llama import LlamaConfig, LlamaModel
 from parrotsim.kernels.llama_batch import PAGE_SIZE
+from parrotsim.kernels.occupancy import paged_occupancy
 from parrotsim.kernels.tuning_table import PROFILES_DIR, table_path
 
 GIB = 1 << 30
@@ -58,6 +59,13 @@ def environment(dev: torch.device, model: str, quick: bool) -> dict:
         "shared": grids.shared_grid(quick), "paged_shared": grids.shared_grid(quick),
         "prefill": grids.prefill_grid(quick)}
     env["kernel_table"] = kernel_table_note(props.name)
+    env["capability"] = f"{props.major}.{props.minor}"
+    try:  # the fit's skewed-batch term needs it (curves.decode_paged_waves)
+        cfg = LlamaConfig.preset(model)
+        env["paged_occupancy"] = paged_occupancy(cfg.num_kv_heads, cfg.num_heads, cfg.head_dim,
+                                                 (props.major, props.minor))
+    except Exception as exc:  # an unknown capability, no cuobjdump: the profile goes without
+        env.setdefault("errors", {})["paged_occupancy"] = repr(exc)
     return env
 
 

@@ -16,6 +16,11 @@ than 8 or 32 at the same KV tokens). :func:`fit_paged_grid` keeps the measured g
 :class:`parrotsim.sim.model.costmodel.CostModel` evaluates the table at the batch's sequence count and mean
 context (linear in context, log-log in sequences). Rows with fewer than two measured contexts
 are dropped; with fewer than two rows left there is no table (the 1-D curve is used).
+
+:func:`paged_waves` adds how the kernel's programs fill the GPU (``curves.decode_paged_waves``:
+the run's SM count and the compiled kernel's programs per SM, both in ``env.json``), with which
+the cost model charges a batch of unequal contexts its longest sequence's critical path
+(:mod:`parrotsim.sim.model.paged_waves`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 
 from parrotsim.calibrate import curvefit as cf
 from parrotsim.sim.model.costmodel import paged_grid_time
-from parrotsim.sim.model.profile_parts import PagedGrid
+from parrotsim.sim.model.profile_parts import PagedGrid, PagedWaves
 
 MIN_FRACTION_AT_ZERO = 0.01
 
@@ -65,3 +70,25 @@ def fit_paged_grid(rows: list[dict], layers: int) -> tuple[PagedGrid | None, flo
     meas = np.array([r["us_median"] * 1e-6 * layers for r in pts])
     rms = float(np.sqrt(np.mean(cf.rel_errors(pred, meas) ** 2)))
     return grid, rms, filled
+
+
+def paged_waves(env: dict, grid: PagedGrid | None) -> tuple[PagedWaves | None, str]:
+    """The skewed-batch term (``curves.decode_paged_waves``) from the run's SM count and the
+    paged kernel's occupancy that ``env.json`` records (:mod:`parrotsim.kernels.occupancy`),
+    and a note saying where both came from or why the profile goes without."""
+    occ = env.get("paged_occupancy") or {}
+    split = occ.get("split") or {}
+    if grid is None or "sms" not in env or "programs_per_sm" not in split:
+        return None, "none (env.json records no SM count or no paged_occupancy)"
+    for x, row in zip(grid.x, grid.seconds, strict=True):
+        if any(b < a for a, b in zip(row, row[1:], strict=False)):
+            return None, f"none (the paged grid's row of {x:g} sequences falls with the context)"
+    waves = PagedWaves(sms=int(env["sms"]), programs_per_sm=int(split["programs_per_sm"]))
+    note = (f"sms: the run's {waves.sms}; programs_per_sm: the paged kernel compiled for sm_"
+            f"{occ.get('capability', '?').replace('.', '')} by Triton {occ.get('triton', '?')} "
+            f"holds {split.get('regs')} registers x {32 * int(occ.get('warps', 4))} threads and "
+            f"{split.get('smem')} B of shared memory, so {waves.programs_per_sm} programs fit an "
+            "SM (python -m parrotsim.kernels.occupancy)")
+    if occ.get("note"):
+        note += f"; {occ['note']}"
+    return waves, note

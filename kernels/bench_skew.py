@@ -17,7 +17,7 @@ microseconds per case. Rows (``kind``):
   programs, so the time steps up where they pass the GPU's slots (``sms * programs_per_sm``).
 
 ``OUT.json`` holds the device's SM count and the compiled kernel's registers per thread and
-shared memory, and the programs per SM they allow (:func:`occupancy`): the two numbers
+shared memory, and the programs per SM they allow (:mod:`parrotsim.kernels.occupancy`): the two numbers
 ``curves.decode_paged_waves`` needs. ``python -m parrotsim.calibrate.replay.skew --bench OUT``
 compares the rows with the cost model (no GPU).
 """
@@ -27,20 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
-from parrotsim.kernels import paged_decode
 from parrotsim.kernels._common import PAGE_SIZE, num_sms
 from parrotsim.kernels.bench_util import CpuTimer, CsvLog, RandomKV, Timer
+from parrotsim.kernels.occupancy import SM_LIMITS, paged_occupancy
 from parrotsim.kernels.paged_decode import choose_config, paged_decode_attention
 
 FIELDS = ["kind", "n", "k_long", "longest", "short", "kv_tokens", "max_ctx", "splits",
@@ -50,8 +45,6 @@ LONGEST = (1024, 2048, 4096, 8192)
 SHORT_SHARE = 8  # short sequences hold longest / 8 tokens
 KNEE_CONTEXT = 2048
 KNEE_BATCHES = tuple(range(1, 25)) + (28, 32)
-#: sm_90 (H100 / H200) per-SM limits, for :func:`occupancy` off the GPU
-SM90 = {"regs": 65536, "smem": 233472, "threads": 2048, "blocks": 32}
 
 
 def cases(batches: tuple[int, ...], longest: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
@@ -102,51 +95,6 @@ class Runner:
         return statistics.median(runs), q5[0], q5[3], splits
 
 
-def occupancy(kv_heads: int, heads: int, head_dim: int, capability: tuple[int, int],
-              limits: dict[str, int]) -> dict[str, object]:
-    """Registers and shared memory of the paged kernel compiled for ``capability`` (Triton's
-    compiler and ``cuobjdump``; no GPU needed) and the programs per SM they allow."""
-    fn = paged_decode._decode_kernel
-    cfg = choose_config(64, kv_heads, heads // kv_heads, 2048, torch.device("cpu"))
-    g = heads // kv_heads
-    const = dict(G=g, BLOCK_H=max(16, triton.next_power_of_2(g)), BLOCK_N=cfg.block_n,
-                 D=head_dim, PAGE=PAGE_SIZE, F32=False, MERGE=False, PDL=False)
-    ptrs = dict(q_ptr="*bf16", k_ptr="*bf16", v_ptr="*bf16", bt_ptr="*i32", lens_ptr="*i32",
-                po_ptr="*fp32", plse_ptr="*fp32", out_ptr="*bf16", lse_ptr="*fp32")
-    out: dict[str, object] = {"warps": cfg.warps, "stages": cfg.stages, "block_n": cfg.block_n}
-    for direct in (False, True):
-        c = {**const, "DIRECT": direct}
-        sig = {a: ptrs.get(a, "constexpr" if a in c else "fp32" if a == "qk_scale" else "i32")
-               for a in fn.arg_names}
-        src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(a),): v for a, v in c.items()})
-        kernel = triton.compile(src, target=GPUTarget("cuda", capability[0] * 10 + capability[1],
-                                                      32),
-                                options=dict(num_warps=cfg.warps, num_stages=cfg.stages))
-        regs, static = _resources(kernel.asm["cubin"])
-        smem = kernel.metadata.shared + static
-        threads = 32 * cfg.warps
-        per_warp = -(-regs * 32 // 256) * 256  # registers are allocated 256 per warp
-        fits = min(limits["regs"] // (per_warp * cfg.warps),
-                   limits["smem"] // max(smem + 1024, 1),  # 1 KiB reserved per block
-                   limits["threads"] // threads, limits["blocks"])
-        out["split" if not direct else "direct"] = {"regs": regs, "smem": smem,
-                                                    "programs_per_sm": fits}
-    return out
-
-
-def _resources(cubin: bytes) -> tuple[int, int]:
-    """(registers per thread, static shared bytes) of a cubin, by ``cuobjdump -res-usage``."""
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([str(tool), "-res-usage", f.name], capture_output=True,
-                              text=True, check=True).stdout
-    regs = re.search(r"REG:(\d+)", text)
-    shared = re.search(r"SHARED:(\d+)", text)
-    return int(regs.group(1)) if regs else 0, int(shared.group(1)) if shared else 0
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="CSV (OUT.json beside it)")
@@ -171,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     if dev.type == "cuda":
         p = torch.cuda.get_device_properties(dev)
         cap = (p.major, p.minor)
+        blocks = SM_LIMITS.get(cap, SM_LIMITS[(9, 0)])["blocks"]  # torch does not report it
         limits = {"regs": p.regs_per_multiprocessor, "smem": p.shared_memory_per_multiprocessor,
-                  "threads": p.max_threads_per_multi_processor, "blocks": SM90["blocks"]}
+                  "threads": p.max_threads_per_multi_processor, "blocks": blocks}
     else:
-        cap, limits = (9, 0), SM90
+        cap, limits = (9, 0), SM_LIMITS[(9, 0)]
     if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter cannot compile for a GPU
-        meta["occupancy"] = occupancy(args.kv_heads, args.heads, args.head_dim, cap, limits)
+        meta["occupancy"] = paged_occupancy(args.kv_heads, args.heads, args.head_dim, cap,
+                                            limits)
     meta["limits"] = limits
     args.out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta), flush=True)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from parrotsim.calibrate import curvefit as cf
-from parrotsim.calibrate.pagedgrid import fit_paged_grid
+from parrotsim.calibrate.fit import build_profile
+from parrotsim.calibrate.pagedgrid import fit_paged_grid, paged_waves
 from parrotsim.sim.model.costmodel import CostModel, paged_grid_time
 from parrotsim.sim.model.profile import load_profile, shipped_profiles
+from tests.calibrate.synth import write_raw
 
 LAYERS = 40
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -73,3 +77,40 @@ def test_shipped_13b_batch16_slower_than_1d_curve():
     assert cm.paged_time(16, kv) > 1.1 * one_d
     assert cm.paged_time(8, kv) == pytest.approx(one_d, rel=0.12)
     assert cm.paged_time(32, kv) == pytest.approx(one_d, rel=0.12)
+
+
+OCCUPANCY = {"capability": "9.0", "triton": "3.6.0", "warps": 4,
+             "split": {"regs": 255, "smem": 23552, "programs_per_sm": 2}}
+
+
+def test_waves_from_the_runs_sm_count_and_the_kernels_occupancy():
+    grid, _, _ = fit_paged_grid(raw_rows(), LAYERS)
+    waves, note = paged_waves({"sms": 132, "paged_occupancy": OCCUPANCY}, grid)
+    assert (waves.sms, waves.programs_per_sm) == (132, 2)
+    assert "255 registers x 128 threads" in note and "sm_90" in note
+    # older runs without the occupancy, or no grid: no skewed-batch term, and the note says so
+    assert paged_waves({"sms": 132}, grid) == (None, paged_waves({"sms": 132}, grid)[1])
+    assert "no paged_occupancy" in paged_waves({"sms": 132}, grid)[1]
+    assert paged_waves({"sms": 132, "paged_occupancy": OCCUPANCY}, None)[0] is None
+
+
+def test_waves_refused_on_a_row_that_falls_with_the_context():
+    grid, _, _ = fit_paged_grid(raw_rows(), LAYERS)
+    seconds = [list(r) for r in grid.seconds]
+    seconds[2][3] = seconds[2][4] * 2  # batch 4: 1024 tokens slower than 2048
+    bad = grid.model_copy(update={"seconds": seconds})
+    waves, note = paged_waves({"sms": 132, "paged_occupancy": OCCUPANCY}, bad)
+    assert waves is None and "row of 4 sequences falls" in note
+
+
+def test_the_fit_writes_waves_from_env_json(tmp_path):
+    raw = write_raw(tmp_path / "raw")
+    env = json.loads((raw / "env.json").read_text())
+    prof, _, _ = build_profile(raw, "synth")
+    assert prof.curves.decode_paged_waves is None  # env.json without the occupancy
+    env["paged_occupancy"] = OCCUPANCY
+    (raw / "env.json").write_text(json.dumps(env))
+    prof, _, _ = build_profile(raw, "synth")
+    assert prof.curves.decode_paged_waves.programs_per_sm == 2
+    assert prof.curves.decode_paged_waves.sms == env["sms"]
+    assert "2 programs fit an SM" in prof.environment["decode_paged_waves"]
