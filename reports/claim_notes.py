@@ -149,7 +149,15 @@ NOTES: dict[str, Why] = {
         "that is most off, not known why. Not L2 reuse of the shared pages: on an H100, 16 "
         "sequences sharing 4,864 tokens still read the prefix the equivalent of 10 times at the "
         "best of 10 tiles (0.54x private pages; python -m parrotsim.kernels.bench_l2_dedup), "
-        "where the profile's grid, measured on the H200, has 0.66-0.70x"),
+        "where the profile's grid, measured on the H200, has 0.66-0.70x. Nor how that grid "
+        "is carried to the A100: over shared pages the kernel takes about the same time on the "
+        "H100 as on the H200 (3-6 % apart at 8-64 sequences, while private pages run 1.23x "
+        "slower on the H100 at 16), so it is bound on chip, not by HBM; scaled to the A100 by "
+        "an on-chip rate instead of the HBM ratio (0.71x the H200's: clock; 0.58x: SMs x "
+        "clock), Parrot w/ PagedAttention comes within +11 / +17 % of the re-run at 16 files, "
+        "but Bing's Baseline w/ Sharing, the same kernel over shared pages, falls to 7-27 / "
+        "2-20 % fast against its re-run (within 11 % now; a what-if of 2026-12-06, not "
+        "shipped)"),
     "fig18a.sharing": Why(
         "Parrot w/ PagedAttention is simulated 30.9 % slow and Baseline (Throughput) 8.1 % fast "
         "against the re-run at 16 files; not yet explained",

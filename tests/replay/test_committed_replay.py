@@ -1,4 +1,4 @@
-"""``parrotsim compare`` on the committed H200 replays (calibrate/replay/data/*), as CI's gate.
+"""``parrotsim compare`` on the committed replays (calibrate/replay/data/*: H200, one H100), as CI's gate.
 
 Each replay folder with a ``bounds.yaml`` is compared with the simulator (the profile named
 there) and must stay within its bounds: regression bounds at the errors measured when they
