@@ -6,8 +6,9 @@ writes ``RAW_DIR/raw.csv`` (one row per grid point, appended as it is measured, 
 short still leaves its data) and ``RAW_DIR/env.json`` (GPU, memory, library versions, date,
 the kernels' tuning table, the compute capability and the paged kernel's occupancy on it, grids,
 bandwidth and GEMM rate measured in the same run, seconds per section; with ``--quick`` too).
-It needs torch, triton and ``kernels/`` but neither pydantic nor ``sim/``: fitting happens on any machine with ``python -m parrotsim.calibrate.fit``
-(or ``parrotsim calibrate --fit-from RAW_DIR``).
+It needs torch, triton and ``kernels/`` but neither pydantic nor ``sim/``: fitting happens on
+any machine with ``python -m parrotsim.calibrate.fit`` (or ``parrotsim calibrate --fit-from
+RAW_DIR``).
 """
 
 from __future__ import annotations

@@ -80,9 +80,9 @@ def paged_waves(env: dict, grid: PagedGrid | None) -> tuple[PagedWaves | None, s
     split = occ.get("split") or {}
     if grid is None or "sms" not in env or "programs_per_sm" not in split:
         return None, "none (env.json records no SM count or no paged_occupancy)"
-    for x, row in zip(grid.x, grid.seconds, strict=True):
-        if any(b < a for a, b in zip(row, row[1:], strict=False)):
-            return None, f"none (the paged grid's row of {x:g} sequences falls with the context)"
+    x = grid.falling_row()
+    if x is not None:
+        return None, f"none (the paged grid's row of {x:g} sequences falls with the context)"
     waves = PagedWaves(sms=int(env["sms"]), programs_per_sm=int(split["programs_per_sm"]))
     note = (f"sms: the run's {waves.sms}; programs_per_sm: the paged kernel compiled for sm_"
             f"{occ.get('capability', '?').replace('.', '')} by Triton {occ.get('triton', '?')} "

@@ -17,8 +17,8 @@ microseconds per case. Rows (``kind``):
   programs, so the time steps up where they pass the GPU's slots (``sms * programs_per_sm``).
 
 ``OUT.json`` holds the device's SM count and the compiled kernel's registers per thread and
-shared memory, and the programs per SM they allow (:mod:`parrotsim.kernels.occupancy`): the two numbers
-``curves.decode_paged_waves`` needs. ``python -m parrotsim.calibrate.replay.skew --bench OUT``
+shared memory, and the programs per SM they allow (:mod:`parrotsim.kernels.occupancy`): the two
+numbers ``curves.decode_paged_waves`` needs. ``python -m parrotsim.calibrate.replay.skew --bench OUT``
 compares the rows with the cost model (no GPU).
 """
 

@@ -72,6 +72,14 @@ class PagedGrid(Grid2D):
             raise ValueError("seconds must be positive (interpolated in log space)")
         return self
 
+    def falling_row(self) -> float | None:
+        """The sequence count of the first row whose time falls as the context grows, if any
+        (the skewed-batch term, :class:`PagedWaves`, needs rows that do not)."""
+        for x, row in zip(self.x, self.seconds, strict=True):
+            if any(b < a for a, b in zip(row, row[1:], strict=False)):
+                return x
+        return None
+
 
 class PagedWaves(StrictConfig):
     """How the paged decode kernel's programs fill the GPU (optional; see
@@ -159,10 +167,10 @@ class Curves(StrictConfig):
         g = self.decode_paged_grid
         if g is None:
             raise ValueError("decode_paged_waves needs decode_paged_grid")
-        for x, row in zip(g.x, g.seconds, strict=True):
-            if any(b < a for a, b in zip(row, row[1:], strict=False)):
-                raise ValueError(f"decode_paged_grid: the row of {x:g} sequences falls with the "
-                                 "context (decode_paged_waves needs rows that do not)")
+        x = g.falling_row()
+        if x is not None:
+            raise ValueError(f"decode_paged_grid: the row of {x:g} sequences falls with the "
+                             "context (decode_paged_waves needs rows that do not)")
         return self
 
 
