@@ -1,8 +1,9 @@
 """Where a mixed forward pass spends its time: per-kernel GPU time of chosen forward batches.
 
-A diagnostic for the one calibration miss of the LLaMA-3-8B profile (calibrate/measurements/
-h200_llama3-8b/README.md): two prompts (128 and 256 new tokens) with 64 decodes at 2,048 context
-measure 18.9 ms where the profile, within 1-4 % on every other mixed batch, models 15.6 ms. Each
+A diagnostic written for the one calibration miss of the LLaMA-3-8B profile as first measured
+(calibrate/measurements/h200_llama3-8b/README.md; mended by the dense linear grid): two
+prompts (128 and 256 new tokens) with 64 decodes at 2,048 context measured 18.9 ms where that
+profile, within 1-4 % on every other mixed batch, modelled 15.6 ms. Each
 batch below is built as the calibration's forward grid builds it
 (:func:`parrotsim.calibrate.sections_model._forward_batch`) on the model the calibration uses
 (Triton prefill over the paged cache), timed as a CUDA graph with the L2 flushed
