@@ -4,16 +4,16 @@
 The folder runs under Triton's interpreter, which cannot compile for a GPU, so the tool runs
 in a child process without ``TRITON_INTERPRET``."""
 
+import functools
 import json
 import os
 import subprocess
 import sys
 
-import pytest
-
 from parrotsim.sim.model.profile import load_profile, shipped_profiles
 
 
+@functools.lru_cache
 def occupancy(heads: int, kv_heads: int) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-m", "parrotsim.kernels.occupancy", "--heads",
@@ -23,15 +23,10 @@ def occupancy(heads: int, kv_heads: int) -> dict:
     return json.loads(out.stdout)
 
 
-@pytest.fixture(scope="module")
-def by_shape() -> dict:
-    return {}
-
-
-def test_occupancy_is_read_from_the_compiled_kernel(by_shape):
+def test_occupancy_is_read_from_the_compiled_kernel():
     """As many programs as the SM's registers, shared memory, threads and block slots hold
     together, and not one more."""
-    occ = by_shape.setdefault((32, 32), occupancy(32, 32))
+    occ = occupancy(32, 32)
     assert occ["capability"] == "9.0" and occ["warps"] >= 1
     threads = 32 * occ["warps"]
     for path in ("split", "direct"):
@@ -44,13 +39,11 @@ def test_occupancy_is_read_from_the_compiled_kernel(by_shape):
         assert holds(fits) and not holds(fits + 1)
 
 
-def test_shipped_profiles_state_the_kernels_occupancy(by_shape):
+def test_shipped_profiles_state_the_kernels_occupancy():
     stated = [(name, load_profile(name)) for name in shipped_profiles()]
     stated = [(n, p) for n, p in stated if p.curves.decode_paged_waves is not None]
     assert {"h100_llama-7b", "h100_llama3-8b", "h100_llama-13b", "h200_llama-7b"} <= {
         n for n, _ in stated}
     for name, prof in stated:
-        m = prof.model
-        occ = by_shape.get((m.heads, m.kv_heads)) or by_shape.setdefault(
-            (m.heads, m.kv_heads), occupancy(m.heads, m.kv_heads))
+        occ = occupancy(prof.model.heads, prof.model.kv_heads)
         assert prof.curves.decode_paged_waves.programs_per_sm == occ["split"]["programs_per_sm"], name
