@@ -5,7 +5,9 @@
     python -m parrotsim.kernels.bench --out DIR --shapes "GxBxPxS[r];..."|default|FILE.csv
 
 ``--shapes`` runs only the shape sweep of :mod:`parrotsim.kernels.bench_shapes` (floor, % of
-floor, paged / shared-prefix / torch SDPA times and speedups per shape) into DIR/shapes.csv.
+floor, a plain read of the same bytes, paged / shared-prefix / torch SDPA times and speedups per
+shape) into DIR/shapes.csv and prints issue 18's targets over it
+(``python -m parrotsim.kernels.bench_shapes DIR/shapes.csv`` prints them again).
 
 Measures the ceilings first (streaming read, copy, bf16 GEMM), checks every kernel against its
 fp32 reference at real shapes, then times (CUDA graph replays, L2 flushed between repetitions,
@@ -19,6 +21,7 @@ Writes DIR/results.md, DIR/results.csv, DIR/env.json.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import time
 import traceback
@@ -70,6 +73,8 @@ def main() -> None:
         print(f"bandwidth (TB/s): {json.dumps(bw)}", flush=True)
         print(bench_shapes.run(args.out / "shapes.csv", timer, dev, shapes, bw["floor_TBs"],
                                float("inf"), args.reps))
+        with open(args.out / "shapes.csv", newline="") as f:
+            print(bench_shapes.summary(list(csv.DictReader(f))))
         return
     props = torch.cuda.get_device_properties(dev)
     env = {"gpu": props.name, "sms": props.multi_processor_count,

@@ -45,11 +45,12 @@ from parrotsim.kernels._common import num_sms
 from parrotsim.kernels.bench_cases import private_batch, shared_batch, tok_bytes
 from parrotsim.kernels.bench_shapes import _sdpa, parse_shapes, suffixes
 from parrotsim.kernels.bench_util import (
+    READ_MAX,
     CpuTimer,
     CsvLog,
     RandomKV,
+    Reader,
     Timer,
-    _read_kernel,
     measure_bandwidth,
 )
 from parrotsim.kernels.paged_decode import choose_num_splits, paged_decode_attention, wave_splits
@@ -59,7 +60,6 @@ from parrotsim.kernels.shared_prefix_decode import shared_prefix_decode_attentio
 CASCADE_SPEC = ("1,4,8x32,64,100x6000x256;1,4,8x32,64,100x3000x17;"
                 "1,4,8x32,64,100x12000x1000")
 PAGED_SPEC = "1,4,8x48,100,200x500,3000,12000x0,17,1000"
-READ_MAX = 1 << 30
 CASCADE_SHARE = 0.58  # of --budget-s: the cascade part compiles ~55 kernels, the paged ~25
 CASCADE_FIELDS = ["G", "B", "P", "S", "bw_TBs", "floor_us", "read_us", "prefix_gflop",
                   "paged_shared_us", "cascade_us", "cascade_mode", "fused_us", "fused_last_us",
@@ -78,22 +78,6 @@ PAGED_FIELDS = ["G", "B", "P", "S", "ragged", "bw_TBs", "floor_us", "read_us", "
 @triton.jit
 def _empty_kernel(x_ptr):
     pass
-
-
-class Reader:
-    """The streaming-read kernel over the first ``n`` bytes of a fixed buffer (READ_MAX)."""
-
-    def __init__(self, dev: torch.device, max_bytes: int = READ_MAX) -> None:
-        self.x = torch.zeros(max_bytes // 2, dtype=torch.bfloat16, device=dev)
-        self.out = torch.empty(max_bytes // (2 * 4096 * 8) + 1, dtype=torch.float32, device=dev)
-
-    def op(self, nbytes: float):
-        """The read of ``nbytes`` (None if over the buffer)."""
-        n = int(nbytes) // 2
-        if n > self.x.numel() or n < 1:
-            return None
-        return partial(_read_kernel[(triton.cdiv(n, 4096 * 8),)], self.x, self.out, n,
-                       BLOCK=4096, ITERS=8, num_warps=8)
 
 
 def launch_floor(timer, reader: Reader, log: CsvLog, reps: int) -> list[dict]:

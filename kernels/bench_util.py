@@ -77,6 +77,25 @@ def _read_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
     tl.store(out_ptr + tl.program_id(0), tl.sum(acc, 0))
 
 
+READ_MAX = 1 << 30  # bytes: the largest read :class:`Reader` times
+
+
+class Reader:
+    """The streaming-read kernel over the first ``n`` bytes of a fixed buffer (READ_MAX)."""
+
+    def __init__(self, dev: torch.device, max_bytes: int = READ_MAX) -> None:
+        self.x = torch.zeros(max_bytes // 2, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(max_bytes // (2 * 4096 * 8) + 1, dtype=torch.float32, device=dev)
+
+    def op(self, nbytes: float):
+        """The read of ``nbytes`` (None if over the buffer)."""
+        n = int(nbytes) // 2
+        if n > self.x.numel() or n < 1:
+            return None
+        return partial(_read_kernel[(triton.cdiv(n, 4096 * 8),)], self.x, self.out, n,
+                       BLOCK=4096, ITERS=8, num_warps=8)
+
+
 def measure_ceilings(timer: Timer, device: torch.device, gib: int = 4) -> dict[str, float]:
     """Streaming-read bandwidth (best of a Triton read kernel at several tilings and torch.sum),
     copy bandwidth (read + write counted) in TB/s, and the bf16 GEMM rate (8192^3, random

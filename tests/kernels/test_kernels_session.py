@@ -49,6 +49,30 @@ def test_ragged_suffixes_are_seeded():
     assert bench_shapes.suffixes(4, 17, False, seed=3) == [17] * 4
 
 
+def test_summary_puts_each_paged_miss_down_to_the_read_or_the_kernel():
+    """Hand-built rows: at G=8 one B >= 32 shape meets 90 %, one misses where a plain read of
+    its bytes reaches only 80 % (the read), one misses where the read reaches 95 % (the
+    kernel); a B=7 miss is not counted; SDPA is faster on one shape; the shared-prefix target
+    shape is reported; one shape's shared-prefix kernel loses to paged-over-shared by 20 %."""
+    def row(b, p, s, paged_pct, read_pct, sdpa=1.05, shared=10.0, paged_shared=30.0):
+        return {"G": "8", "B": str(b), "P": str(p), "S": str(s), "paged_us": "10",
+                "paged_pct_floor": str(paged_pct), "paged_read_pct_floor": read_pct,
+                "sdpa_over_paged": str(sdpa), "shared_us": str(shared),
+                "paged_shared_us": str(paged_shared), "shared_pct_floor": "40",
+                "speedup_vs_paged_shared": str(paged_shared / shared),
+                "shared_read_pct_floor": "", "error": ""}
+
+    rows = [row(48, 3000, 0, 93, "97"), row(48, 500, 0, 60, "80", sdpa=0.9),
+            row(100, 3000, 0, 85, "95"), row(7, 500, 0, 20, "30", shared=12, paged_shared=10),
+            row(64, 6000, 256, 95, "98")]
+    text = bench_shapes.summary(rows)
+    assert ("G=8: 2 of 4; of the 2 misses a plain read of the same bytes is under 90 % too on "
+            "1, not timed on 0") in text
+    assert "torch SDPA faster than paged on 1 of 5 shapes" in text and "lowest 0.900" in text
+    assert "B=64, P=6000, S=256, G=8: 40.0 % of floor (a plain read: -), 3.00x" in text
+    assert "slower than paged-over-shared on 1 of 5 shapes, by more than 10 % on 1" in text
+
+
 def test_era_grids_mirror_the_calibration_grids():
     paged = bench_era.paged_points()
     assert sorted(paged) == sorted((p["batch"], p["ctx"]) for p in grids.paged_grid(False))
@@ -110,6 +134,8 @@ def test_tiny_session_end_to_end(tmp_path, monkeypatch):
     assert {r["kernel"] for r in table} == {"paged", "shared"}
     shapes = _rows(tmp_path / "shapes.csv")
     assert len(shapes) == 5 and all(float(r["paged_us"]) > 0 for r in shapes)
+    assert all(float(r["paged_read_us"]) > 0 and float(r["shared_read_us"]) > 0
+               for r in shapes)  # a plain read of each kernel's bytes
     chosen = {(r["G"], r["block_n"], r["warps"], r["stages"])
               for r in table if r["kernel"] == "paged"}
     for r in shapes:  # the shape sweep ran with the table the tune part wrote
