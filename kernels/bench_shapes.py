@@ -24,6 +24,7 @@ better than ``*_read_pct_floor``. :func:`summary` counts issue 18's targets agai
 from __future__ import annotations
 
 import csv
+import statistics
 import time
 from functools import partial
 from itertools import product
@@ -194,8 +195,8 @@ def summary(rows: list[dict]) -> str:
     for g in sorted({int(_num(r, "G")) for r in ok}):
         big = [r for r in ok if int(_num(r, "G")) == g and _num(r, "B") >= 32]
         miss = [r for r in big if _num(r, "paged_pct_floor") < 90]
-        by_read = [r for r in miss if (_num(r, "paged_read_pct_floor") or 100) < 90]
         unread = [r for r in miss if _num(r, "paged_read_pct_floor") is None]
+        by_read = [r for r in miss if r not in unread and _num(r, "paged_read_pct_floor") < 90]
         lines.append(f"paged >= 90 % of floor at B >= 32, G={g}: {len(big) - len(miss)} of "
                      f"{len(big)}; of the {len(miss)} misses a plain read of the same bytes is "
                      f"under 90 % too on {len(by_read)}, not timed on {len(unread)}")
@@ -203,7 +204,7 @@ def summary(rows: list[dict]) -> str:
     faster = [x for x in ratios if x < 1]
     if ratios:
         lines.append(f"torch SDPA faster than paged on {len(faster)} of {len(ratios)} shapes"
-                     + (f" (SDPA time / paged time: median {faster[len(faster) // 2]:.3f}, "
+                     + (f" (SDPA time / paged time: median {statistics.median(faster):.3f}, "
                         f"lowest {faster[0]:.3f})" if faster else ""))
     for r in ok:
         if (_num(r, "B"), _num(r, "P"), _num(r, "S")) == (64, 6000, 256):
