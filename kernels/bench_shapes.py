@@ -120,14 +120,14 @@ def measure_shape(timer, kv: RandomKV, shape: tuple, bw: float, reps: int, hq: i
     lens = [p + x for x in suf]
     tb = tok_bytes(hq // g, d)
     qo = 2 * b * hq * d * 2
+    nbytes = {"paged": sum(lens) * tb + qo, "shared": (p + sum(suf)) * tb + qo}
     row = {"G": g, "B": b, "P": p, "S": s, "ragged": int(ragged), "bw_TBs": bw,
-           "paged_floor_us": (sum(lens) * tb + qo) / bw / 1e6,
-           "shared_floor_us": ((p + sum(suf)) * tb + qo) / bw / 1e6}
+           **{f"{kind}_floor_us": n / bw / 1e6 for kind, n in nbytes.items()}}
     if b * max(lens) * tb > MAX_BYTES:
         return {**row, "error": "skipped: private K/V over 80 GB"}
     if reader is not None:
-        for kind in ("paged", "shared"):
-            op = reader.op(row[f"{kind}_floor_us"] * bw * 1e6)
+        for kind, n in nbytes.items():
+            op = reader.op(n)
             if op is not None:
                 row[f"{kind}_read_us"] = timer(op, reps=reps)
                 row[f"{kind}_read_pct_floor"] = 100 * row[f"{kind}_floor_us"] / row[f"{kind}_read_us"]
